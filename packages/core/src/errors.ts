@@ -1,0 +1,105 @@
+/**
+ * Typed errors. Each message says what was wrong, where, and what to do about it.
+ *
+ * @module
+ */
+
+/** Base class of every error this project throws; `code` is stable across releases. */
+export class ResumableError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** The config passed to the saver lacks something it needs, or holds something unusable. */
+export class InvalidConfigError extends ResumableError {
+  /** The `configurable` key at fault, e.g. `"thread_id"`. */
+  readonly field: string;
+  constructor(field: string, message: string) {
+    super("INVALID_CONFIG", message);
+    this.field = field;
+  }
+}
+
+/** Thrown when `configurable.thread_id` is missing. */
+export class MissingThreadIdError extends InvalidConfigError {
+  constructor(operation: string) {
+    super(
+      "thread_id",
+      `${operation}: the config has no "configurable.thread_id". A checkpointer stores state per thread; ` +
+        `pass one, e.g. graph.invoke(input, { configurable: { thread_id: "order-42" } }).`,
+    );
+  }
+}
+
+/** A value could not be serialized (or deserialized) by the saver's serializer. */
+export class SerializationError extends ResumableError {
+  /** Where the value was going: `channel "messages"`, `metadata`, `write "x" of task ...`. */
+  readonly target: string;
+  /** Path inside the value to the part at fault, when known (e.g. `$.items[3].callback`). */
+  readonly path: string | undefined;
+  constructor(target: string, reason: string, path?: string, cause?: unknown) {
+    super(
+      "SERIALIZATION",
+      `Cannot serialize ${target}${path ? ` at ${path}` : ""}: ${reason}. ` +
+        `Checkpointed state must be data (JSON values, Uint8Array, Map, Set, Date, LangChain messages); ` +
+        `keep functions, class instances with behaviour, sockets and clients out of graph state.`,
+      { cause },
+    );
+    this.target = target;
+    this.path = path;
+  }
+}
+
+/** A value is larger than a limit (of the store, or one set on the saver). */
+export class ValueTooLargeError extends ResumableError {
+  readonly target: string;
+  readonly sizeBytes: number;
+  readonly limitBytes: number;
+  constructor(target: string, sizeBytes: number, limitBytes: number, hint: string) {
+    super(
+      "VALUE_TOO_LARGE",
+      `${target} is ${formatBytes(sizeBytes)} serialized, over the limit of ${formatBytes(limitBytes)}. ${hint}`,
+    );
+    this.target = target;
+    this.sizeBytes = sizeBytes;
+    this.limitBytes = limitBytes;
+  }
+}
+
+/** The store's tables or indexes do not exist yet, or are from a newer version of this package. */
+export class StoreNotSetUpError extends ResumableError {
+  constructor(store: string, detail: string, options?: { cause?: unknown }) {
+    super(
+      "STORE_NOT_SET_UP",
+      `${store} is not set up: ${detail}. Call \`await saver.setup()\` (or \`store.setup()\`) once before ` +
+        `using it; it is idempotent and safe to run from several processes.`,
+      options,
+    );
+  }
+}
+
+/** Stored data is not what it should be (a missing chunk, a hash mismatch, an unknown record). */
+export class CorruptRecordError extends ResumableError {
+  constructor(detail: string) {
+    super("CORRUPT_RECORD", `Stored checkpoint data is inconsistent: ${detail}.`);
+  }
+}
+
+/** The store was used after `close()`. */
+export class StoreClosedError extends ResumableError {
+  constructor(store: string) {
+    super("STORE_CLOSED", `${store} was closed; create a new one to keep working.`);
+  }
+}
+
+/** Formats a byte count for messages: `512 B`, `3.2 KB`, `5.0 MB`. */
+export function formatBytes(bytes: number): string {
+  if (!Number.isFinite(bytes)) return "unlimited";
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
+}

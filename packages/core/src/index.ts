@@ -1,0 +1,18 @@
+/**
+ * `@resumable/core`: the storage contract, the saver that implements LangGraph.js's checkpointer API
+ * on top of any store, serialization helpers, and the in-memory reference store.
+ *
+ * @packageDocumentation
+ */
+export * from "./store.js";
+export * from "./errors.js";
+export { ResumableSaver, sortWrites, type ResumableSaverOptions } from "./saver.js";
+export { MemoryStore, type MemoryStoreOptions } from "./memory-store.js";
+export {
+  EMPTY_VALUE,
+  canonicalJson,
+  canonicalJsonText,
+  findUnserializable,
+  joinChunks,
+  splitIfLarge,
+} from "./serialization.js";

@@ -1,0 +1,260 @@
+/**
+ * The reference store: the whole contract in plain maps, used to test core and the conformance suite.
+ *
+ * @module
+ */
+import { StoreClosedError } from "./errors.js";
+import type {
+  BlobRecord,
+  CheckpointRecord,
+  CheckpointStore,
+  ChunkRecord,
+  HistoryAncestor,
+  HistoryQuery,
+  HistoryResult,
+  ListCheckpointsQuery,
+  PutCheckpointRequest,
+  PutWritesRequest,
+  SerializedValue,
+  StoreCapabilities,
+  StoreCommandListener,
+  StoredCheckpoint,
+  ThreadScope,
+  WriteRecord,
+} from "./store.js";
+
+/** Options of {@link MemoryStore}. */
+export interface MemoryStoreOptions {
+  /**
+   * Pretend each record can hold at most this many bytes, so that core splits larger values into
+   * chunks (useful to test chunking without a database that has an item limit). Default: no limit.
+   */
+  maxValueBytes?: number;
+}
+
+interface ThreadData {
+  /** namespace → checkpoint id → record */
+  checkpoints: Map<string, Map<string, CheckpointRecord>>;
+  /** namespace → `channel\0version` → blob */
+  blobs: Map<string, Map<string, BlobRecord>>;
+  /** namespace → checkpoint id → `taskId\0idx` → write */
+  writes: Map<string, Map<string, Map<string, WriteRecord>>>;
+  /** hash → index → chunk */
+  chunks: Map<string, Map<number, ChunkRecord>>;
+}
+
+/**
+ * An in-memory {@link CheckpointStore}. Nothing outlives the process (`capabilities.persistent` is
+ * false), so the crash-injection suite reports it "not applicable".
+ *
+ * @example
+ * ```ts
+ * const checkpointer = new ResumableSaver(new MemoryStore());
+ * ```
+ */
+export class MemoryStore implements CheckpointStore {
+  readonly capabilities: Partial<StoreCapabilities>;
+  private readonly threads = new Map<string, ThreadData>();
+  private listener: StoreCommandListener | undefined;
+  private closed = false;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    this.capabilities = {
+      maxValueBytes: options.maxValueBytes ?? Number.POSITIVE_INFINITY,
+      nativeMetadataFilter: false,
+      persistent: false,
+      commandEvents: true,
+    };
+  }
+
+  async setup(): Promise<void> {
+    this.check("setup");
+  }
+
+  async putCheckpoint(request: PutCheckpointRequest): Promise<void> {
+    this.check("putCheckpoint");
+    const thread = this.thread(request.record.threadId, true);
+    const ns = request.record.checkpointNs;
+    for (const chunk of request.chunks) putChunk(thread, chunk);
+    const blobs = getOrCreate(thread.blobs, ns, () => new Map<string, BlobRecord>());
+    for (const blob of request.blobs) {
+      const key = blobKey(blob.channel, blob.version);
+      if (!blobs.has(key)) blobs.set(key, cloneBlob(blob));
+    }
+    getOrCreate(thread.checkpoints, ns, () => new Map<string, CheckpointRecord>()).set(request.record.checkpointId, cloneRecord(request.record));
+  }
+
+  async putWrites(request: PutWritesRequest): Promise<void> {
+    this.check("putWrites");
+    const thread = this.thread(request.threadId, true);
+    for (const chunk of request.chunks) putChunk(thread, chunk);
+    const byCheckpoint = getOrCreate(thread.writes, request.checkpointNs, () => new Map<string, Map<string, WriteRecord>>());
+    const writes = getOrCreate(byCheckpoint, request.checkpointId, () => new Map<string, WriteRecord>());
+    for (const write of request.writes) {
+      const key = `${write.taskId}\u0000${write.idx}`;
+      if (request.mode === "ignore" && writes.has(key)) continue;
+      writes.set(key, { ...write, value: cloneValue(write.value) });
+    }
+  }
+
+  async getCheckpoint(scope: ThreadScope & { checkpointId?: string }): Promise<StoredCheckpoint | undefined> {
+    this.check("getCheckpoint");
+    const thread = this.threads.get(scope.threadId);
+    const checkpoints = thread?.checkpoints.get(scope.checkpointNs);
+    if (!thread || !checkpoints) return undefined;
+    const id = scope.checkpointId ?? maxKey(checkpoints);
+    const record = id === undefined ? undefined : checkpoints.get(id);
+    return record ? this.stored(thread, record) : undefined;
+  }
+
+  async *listCheckpoints(query: ListCheckpointsQuery): AsyncIterable<StoredCheckpoint> {
+    this.check("listCheckpoints");
+    const threadIds = query.threadId !== undefined ? [query.threadId] : [...this.threads.keys()].sort();
+    let remaining = query.limit;
+    for (const threadId of threadIds) {
+      const thread = this.threads.get(threadId);
+      if (!thread) continue;
+      const namespaces = query.checkpointNs !== undefined ? [query.checkpointNs] : [...thread.checkpoints.keys()].sort();
+      for (const ns of namespaces) {
+        const checkpoints = thread.checkpoints.get(ns);
+        if (!checkpoints) continue;
+        const ids = [...checkpoints.keys()].sort().reverse();
+        for (const id of ids) {
+          if (query.checkpointId !== undefined && id !== query.checkpointId) continue;
+          if (query.before !== undefined && !(id < query.before)) continue;
+          const record = checkpoints.get(id);
+          if (!record) continue; // deleted while iterating
+          if (remaining !== undefined) {
+            if (remaining <= 0) return;
+            remaining -= 1;
+          }
+          yield this.stored(thread, record);
+        }
+      }
+    }
+  }
+
+  async getHistory(query: HistoryQuery): Promise<HistoryResult> {
+    this.check("getHistory");
+    const thread = this.threads.get(query.threadId);
+    const checkpoints = thread?.checkpoints.get(query.checkpointNs);
+    const ancestors: HistoryAncestor[] = [];
+    if (!thread || !checkpoints) return { ancestors };
+    const wanted = new Set(query.channels);
+    const blobs = thread.blobs.get(query.checkpointNs);
+    let id = checkpoints.get(query.checkpointId)?.parentCheckpointId;
+    const seen = new Set<string>();
+    while (id !== undefined && !seen.has(id)) {
+      seen.add(id);
+      const record = checkpoints.get(id);
+      if (!record) break;
+      const ancestorBlobs: BlobRecord[] = [];
+      for (const channel of wanted) {
+        const version = record.channelVersions[channel];
+        const blob = version === undefined ? undefined : blobs?.get(blobKey(channel, version));
+        if (blob) ancestorBlobs.push(cloneBlob(blob));
+      }
+      const writes = [...(thread.writes.get(query.checkpointNs)?.get(id)?.values() ?? [])]
+        .filter((w) => wanted.has(w.channel))
+        .map((w) => ({ ...w, value: cloneValue(w.value) }));
+      ancestors.push({ checkpointId: id, parentCheckpointId: record.parentCheckpointId, channelVersions: { ...record.channelVersions }, blobs: ancestorBlobs, writes });
+      id = record.parentCheckpointId;
+    }
+    return { ancestors };
+  }
+
+  async getChunks(threadId: string, hash: string): Promise<ChunkRecord[]> {
+    this.check("getChunks");
+    const chunks = this.threads.get(threadId)?.chunks.get(hash);
+    return chunks ? [...chunks.values()].map((c) => ({ ...c, data: c.data.slice() })) : [];
+  }
+
+  async getBlobs(scope: ThreadScope, keys: Array<{ channel: string; version: string }>): Promise<BlobRecord[]> {
+    this.check("getBlobs");
+    const blobs = this.threads.get(scope.threadId)?.blobs.get(scope.checkpointNs);
+    const out: BlobRecord[] = [];
+    for (const { channel, version } of keys) {
+      const blob = blobs?.get(blobKey(channel, version));
+      if (blob) out.push(cloneBlob(blob));
+    }
+    return out;
+  }
+
+  async deleteThread(threadId: string): Promise<void> {
+    this.check("deleteThread");
+    this.threads.delete(threadId);
+  }
+
+  instrument(listener: StoreCommandListener | undefined): void {
+    this.listener = listener;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+
+  private check(command: string): void {
+    if (this.closed) throw new StoreClosedError("MemoryStore");
+    this.listener?.({ command });
+  }
+
+  private thread(threadId: string, create: true): ThreadData {
+    return getOrCreate(this.threads, threadId, () => ({ checkpoints: new Map(), blobs: new Map(), writes: new Map(), chunks: new Map() }));
+  }
+
+  private stored(thread: ThreadData, record: CheckpointRecord): StoredCheckpoint {
+    const blobs = thread.blobs.get(record.checkpointNs);
+    const found: BlobRecord[] = [];
+    for (const [channel, version] of Object.entries(record.channelVersions)) {
+      const blob = blobs?.get(blobKey(channel, version));
+      if (blob) found.push(cloneBlob(blob));
+    }
+    const writes = [...(thread.writes.get(record.checkpointNs)?.get(record.checkpointId)?.values() ?? [])].map((w) => ({
+      ...w,
+      value: cloneValue(w.value),
+    }));
+    return { record: cloneRecord(record), blobs: found, writes };
+  }
+}
+
+function putChunk(thread: ThreadData, chunk: ChunkRecord): void {
+  const chunks = getOrCreate(thread.chunks, chunk.hash, () => new Map<number, ChunkRecord>());
+  if (!chunks.has(chunk.index)) chunks.set(chunk.index, { ...chunk, data: chunk.data.slice() });
+}
+
+function blobKey(channel: string, version: string): string {
+  return `${channel}\u0000${version}`;
+}
+
+function maxKey(map: Map<string, unknown>): string | undefined {
+  let max: string | undefined;
+  for (const key of map.keys()) if (max === undefined || key > max) max = key;
+  return max;
+}
+
+function getOrCreate<K, V>(map: Map<K, V>, key: K, create: () => V): V {
+  let value = map.get(key);
+  if (value === undefined) {
+    value = create();
+    map.set(key, value);
+  }
+  return value;
+}
+
+function cloneValue(value: SerializedValue): SerializedValue {
+  return { ...value, data: value.data.slice(), ...(value.chunkRef ? { chunkRef: { ...value.chunkRef } } : {}) };
+}
+
+function cloneBlob(blob: BlobRecord): BlobRecord {
+  return { ...blob, value: cloneValue(blob.value) };
+}
+
+function cloneRecord(record: CheckpointRecord): CheckpointRecord {
+  return {
+    ...record,
+    checkpoint: cloneValue(record.checkpoint),
+    metadata: cloneValue(record.metadata),
+    metadataJson: structuredClone(record.metadataJson),
+    channelVersions: { ...record.channelVersions },
+  };
+}
