@@ -16,3 +16,4 @@ export {
   joinChunks,
   splitIfLarge,
 } from "./serialization.js";
+export { idempotencyKey, idempotencyKeyParts, type IdempotencyConfig, type IdempotencyKeyParts } from "./idempotency.js";

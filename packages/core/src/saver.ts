@@ -6,6 +6,8 @@
  *
  * @module
  */
+import { randomBytes } from "node:crypto";
+
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
   BaseCheckpointSaver,
@@ -90,6 +92,20 @@ export class ResumableSaver extends BaseCheckpointSaver {
     this.store = store;
     this.capabilities = { ...DEFAULT_CAPABILITIES, ...store.capabilities };
     this.maxValueBytes = options.maxValueBytes ?? Number.POSITIVE_INFINITY;
+  }
+
+  /**
+   * Channel versions unique per write, not per lineage: `<step, zero-padded>.<random>`. With plain
+   * integers a fork from an old checkpoint would produce versions that the abandoned branch already
+   * stored for other values, and since blobs are keyed by `(channel, version)` the old value would come
+   * back. Padded strings still compare in order.
+   */
+  override getNextVersion(current: number | undefined): number {
+    const previous: unknown = current;
+    const n =
+      previous === undefined ? 0 : typeof previous === "number" ? previous : Number.parseInt(String(previous).split(".")[0] ?? "0", 10) || 0;
+    // LangGraph's own typing says number, but it accepts string versions (its Postgres savers use them).
+    return `${String(n + 1).padStart(32, "0")}.${randomBytes(8).toString("hex")}` as unknown as number;
   }
 
   /** Prepares the store (tables, indexes). Idempotent. */

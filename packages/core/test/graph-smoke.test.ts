@@ -1,5 +1,5 @@
 import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
-import { DeltaChannel, END, START, StateGraph, messagesDeltaReducer } from "@langchain/langgraph";
+import { Annotation, DeltaChannel, END, START, StateGraph, messagesDeltaReducer } from "@langchain/langgraph";
 import { describe, expect, it } from "vitest";
 
 import { MemoryStore, ResumableSaver } from "../src/index.js";
@@ -9,8 +9,10 @@ import { MemoryStore, ResumableSaver } from "../src/index.js";
 describe("DeltaChannel state through the saver", () => {
   for (const durability of ["exit", "async", "sync"] as const) {
     it(`rebuilds the same messages after 12 turns (${durability})`, async () => {
-      const spec = { messages: new DeltaChannel(messagesDeltaReducer, { snapshotFrequency: 5 }) };
-      const graph = new StateGraph(spec as never)
+      const State = Annotation.Root({
+        messages: new DeltaChannel(messagesDeltaReducer, { snapshotFrequency: 5 }) as unknown as ReturnType<typeof Annotation<BaseMessage[]>>,
+      });
+      const graph = new StateGraph(State)
         .addNode("reply", (state: { messages: BaseMessage[] }) => ({ messages: [new AIMessage(`reply ${state.messages.length}`)] }))
         .addEdge(START, "reply")
         .addEdge("reply", END);
@@ -19,7 +21,7 @@ describe("DeltaChannel state through the saver", () => {
       const config = { configurable: { thread_id: `delta-${durability}` } };
       let live: BaseMessage[] = [];
       for (let turn = 0; turn < 12; turn += 1) {
-        const out = (await app.invoke({ messages: [new HumanMessage(`turn ${turn}`)] } as never, { ...config, durability })) as { messages: BaseMessage[] };
+        const out = (await app.invoke({ messages: [new HumanMessage(`turn ${turn}`)] }, { ...config, durability }));
         live = out.messages;
       }
       expect(live).toHaveLength(24);

@@ -93,7 +93,8 @@ describe("chunking values over the store's item limit", () => {
     const threads = (store as unknown as { threads: Map<string, { chunks: Map<string, Map<number, { data: Uint8Array }>> }> }).threads;
     const chunks = [...threads.get("c")!.chunks.values()][0]!;
     expect(chunks.size).toBeGreaterThan(5);
-    chunks.get(2)!.data[0] ^= 0xff;
+    const part = chunks.get(2)!.data;
+    part[0] = part[0]! ^ 0xff;
     await expect(saver.getTuple(config)).rejects.toBeInstanceOf(CorruptRecordError);
     chunks.delete(3);
     await expect(saver.getTuple(config)).rejects.toThrow(/missing chunk 3/);

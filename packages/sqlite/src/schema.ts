@@ -1,0 +1,86 @@
+/**
+ * Versioned schema. Each migration is a list of statements applied in one `BEGIN IMMEDIATE`
+ * transaction together with its row in `resumable_migrations`, so two processes running `setup()` at
+ * once apply it exactly once (the second waits for the lock, then finds the version recorded).
+ *
+ * Tables carry a `resumable_` prefix so that they never collide with LangChain's own SqliteSaver
+ * tables (`checkpoints`, `writes`) in a shared file.
+ *
+ * @module
+ */
+
+/** One schema version: the statements that take the schema from `version - 1` to `version`. */
+export interface Migration {
+  version: number;
+  statements: string[];
+}
+
+export const MIGRATIONS_TABLE = "resumable_migrations";
+
+export const CREATE_MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS ${MIGRATIONS_TABLE} (
+  version INTEGER PRIMARY KEY,
+  applied_at TEXT NOT NULL
+)`;
+
+/**
+ * Keys are chosen for the queries: every primary key starts with `thread_id` (so `deleteThread` is a
+ * range delete per table), checkpoints are ordered `checkpoint_id DESC` inside a namespace (the newest
+ * is the first row of the range, and `list` pages backwards without a sort), blobs are found by
+ * `(channel, version)`, writes by their checkpoint. No other index is needed.
+ */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    statements: [
+      `CREATE TABLE resumable_checkpoints (
+        thread_id TEXT NOT NULL,
+        checkpoint_ns TEXT NOT NULL,
+        checkpoint_id TEXT NOT NULL,
+        parent_checkpoint_id TEXT,
+        checkpoint_type TEXT NOT NULL,
+        checkpoint BLOB NOT NULL,
+        checkpoint_chunk_ref TEXT,
+        metadata_type TEXT NOT NULL,
+        metadata BLOB NOT NULL,
+        metadata_chunk_ref TEXT,
+        metadata_json TEXT NOT NULL,
+        channel_versions TEXT NOT NULL,
+        PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id DESC)
+      )`,
+      `CREATE TABLE resumable_blobs (
+        thread_id TEXT NOT NULL,
+        checkpoint_ns TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        version TEXT NOT NULL,
+        type TEXT NOT NULL,
+        data BLOB NOT NULL,
+        chunk_ref TEXT,
+        base_version TEXT,
+        PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
+      )`,
+      `CREATE TABLE resumable_writes (
+        thread_id TEXT NOT NULL,
+        checkpoint_ns TEXT NOT NULL,
+        checkpoint_id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        idx INTEGER NOT NULL,
+        channel TEXT NOT NULL,
+        type TEXT NOT NULL,
+        data BLOB NOT NULL,
+        chunk_ref TEXT,
+        task_path TEXT NOT NULL,
+        PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+      )`,
+      `CREATE TABLE resumable_chunks (
+        thread_id TEXT NOT NULL,
+        hash TEXT NOT NULL,
+        idx INTEGER NOT NULL,
+        data BLOB NOT NULL,
+        PRIMARY KEY (thread_id, hash, idx)
+      )`,
+    ],
+  },
+];
+
+/** The schema version this package reads and writes. */
+export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

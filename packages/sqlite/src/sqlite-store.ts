@@ -1,0 +1,849 @@
+/**
+ * `SqliteStore`: the {@link CheckpointStore} contract on better-sqlite3.
+ *
+ * @module
+ */
+import {
+  InvalidConfigError,
+  StoreClosedError,
+  StoreNotSetUpError,
+  type BlobRecord,
+  type CheckpointRecord,
+  type CheckpointStore,
+  type ChunkRecord,
+  type ChunkRef,
+  type HistoryAncestor,
+  type HistoryQuery,
+  type HistoryResult,
+  type ListCheckpointsQuery,
+  type PutCheckpointRequest,
+  type PutWritesRequest,
+  type SerializedValue,
+  type StoreCapabilities,
+  type StoreCommandListener,
+  type StoredCheckpoint,
+  type ThreadScope,
+  type WriteRecord,
+} from "@resumable/core";
+
+import { loadDriver, type SqliteDatabase, type SqliteStatement } from "./database.js";
+import { metadataFilterSql } from "./metadata-filter.js";
+import { CREATE_MIGRATIONS_TABLE, MIGRATIONS, MIGRATIONS_TABLE, SCHEMA_VERSION } from "./schema.js";
+
+/** How hard SQLite syncs to disk; see {@link SqliteStoreOptions.synchronous}. */
+export type SqliteSynchronous = "NORMAL" | "FULL";
+
+/** Options of {@link SqliteStore}. */
+export interface SqliteStoreOptions {
+  /**
+   * SQLite's `synchronous` setting, applied to the connection (the database runs in WAL mode).
+   *
+   * - `"FULL"` (default): every commit is fsynced to the WAL before `put`/`putWrites` resolves. A
+   *   committed checkpoint or write survives a process crash **and** a power loss or OS crash.
+   * - `"NORMAL"`: the WAL is fsynced only at WAL checkpoints. A committed transaction survives a
+   *   process crash (it is in the WAL, which the OS holds), but a power loss or OS crash may roll back
+   *   the last transactions. The database is never corrupted either way; it may only be older.
+   */
+  synchronous?: SqliteSynchronous;
+  /**
+   * How long a write waits for another connection's write lock before failing with "database is
+   * locked", in milliseconds. Default 5000. Writes take the lock up front (`BEGIN IMMEDIATE`), so
+   * concurrent writers queue on this timeout instead of failing.
+   */
+  busyTimeoutMs?: number;
+  /** Checkpoints fetched per query while `listCheckpoints` pages through a thread. Default 100. */
+  pageSize?: number;
+}
+
+/** SQLite's default `SQLITE_MAX_LENGTH`: the largest string or blob one value can hold. */
+const SQLITE_MAX_LENGTH = 1_000_000_000;
+
+const MAX_CACHED_STATEMENTS = 200;
+
+/** Guards the recursive history query against a corrupt parent chain that loops. */
+const MAX_HISTORY_DEPTH = 1_000_000;
+
+const CHECKPOINT_COLUMNS = `c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint_type,
+  c.checkpoint, c.checkpoint_chunk_ref, c.metadata_type, c.metadata, c.metadata_chunk_ref, c.metadata_json, c.channel_versions`;
+
+const SQL = {
+  schemaVersion: `SELECT max(version) AS version FROM ${MIGRATIONS_TABLE}`,
+  recordMigration: `INSERT INTO ${MIGRATIONS_TABLE} (version, applied_at) VALUES (?, ?)`,
+  insertChunk: `INSERT OR IGNORE INTO resumable_chunks (thread_id, hash, idx, data) VALUES (?, ?, ?, ?)`,
+  insertBlob: `INSERT OR IGNORE INTO resumable_blobs (thread_id, checkpoint_ns, channel, version, type, data, chunk_ref, base_version)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+  upsertCheckpoint: `INSERT OR REPLACE INTO resumable_checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id,
+    checkpoint_type, checkpoint, checkpoint_chunk_ref, metadata_type, metadata, metadata_chunk_ref, metadata_json, channel_versions)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  upsertWrite: `INSERT OR REPLACE INTO resumable_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data,
+    chunk_ref, task_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  insertWrite: `INSERT OR IGNORE INTO resumable_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data,
+    chunk_ref, task_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  checkpointById: `SELECT ${CHECKPOINT_COLUMNS} FROM resumable_checkpoints c
+    WHERE c.thread_id = ? AND c.checkpoint_ns = ? AND c.checkpoint_id = ?`,
+  latestCheckpoint: `SELECT ${CHECKPOINT_COLUMNS} FROM resumable_checkpoints c
+    WHERE c.thread_id = ? AND c.checkpoint_ns = ? ORDER BY c.checkpoint_id DESC LIMIT 1`,
+  // Blobs and writes for a set of checkpoints, keyed through JSON arrays so that one statement serves
+  // one checkpoint or a page of them: `@scopes` = [[thread, ns], ...] (a long thread id is sent once),
+  // keys name a scope by index. CROSS JOIN makes SQLite drive the lookups from the keys, through the
+  // primary key, rather than scan a table.
+  blobsByKeys: `WITH keys AS (SELECT k.value ->> 0 AS i, (@scopes -> (k.value ->> 0)) ->> 0 AS thread_id,
+      (@scopes -> (k.value ->> 0)) ->> 1 AS checkpoint_ns, k.value ->> 1 AS channel, k.value ->> 2 AS version FROM json_each(@keys) AS k)
+    SELECT keys.i AS scope, b.channel, b.version, b.type, b.data, b.chunk_ref, b.base_version
+    FROM keys CROSS JOIN resumable_blobs AS b ON b.thread_id = keys.thread_id AND b.checkpoint_ns = keys.checkpoint_ns
+      AND b.channel = keys.channel AND b.version = keys.version`,
+  writesByCheckpoints: `WITH keys AS (SELECT k.value ->> 0 AS i, (@scopes -> (k.value ->> 0)) ->> 0 AS thread_id,
+      (@scopes -> (k.value ->> 0)) ->> 1 AS checkpoint_ns, k.value ->> 1 AS checkpoint_id FROM json_each(@keys) AS k)
+    SELECT keys.i AS scope, w.checkpoint_id, w.task_id, w.idx, w.channel, w.type, w.data, w.chunk_ref, w.task_path
+    FROM keys CROSS JOIN resumable_writes AS w ON w.thread_id = keys.thread_id AND w.checkpoint_ns = keys.checkpoint_ns
+      AND w.checkpoint_id = keys.checkpoint_id`,
+  historyWrites: `WITH keys AS (SELECT k.value AS checkpoint_id FROM json_each(@ids) AS k)
+    SELECT 0 AS scope, w.checkpoint_id, w.task_id, w.idx, w.channel, w.type, w.data, w.chunk_ref, w.task_path
+    FROM keys CROSS JOIN resumable_writes AS w ON w.thread_id = @thread AND w.checkpoint_ns = @ns AND w.checkpoint_id = keys.checkpoint_id
+    WHERE w.channel IN (SELECT value FROM json_each(@channels))`,
+  // The parent chain from the target's parent, in one statement. Each row carries the channels still
+  // without a seed when the walk reaches it (`pending`) and after it (`remaining`); the walk stops
+  // once every requested channel has met a non-"empty" blob, so a deep thread costs only the
+  // ancestors back to the nearest seeds.
+  history: `WITH RECURSIVE chain(checkpoint_id, parent_checkpoint_id, channel_versions, pending, remaining, depth) AS (
+      SELECT c.checkpoint_id, c.parent_checkpoint_id, c.channel_versions, @channels,
+        (SELECT json_group_array(r.value) FROM json_each(@channels) AS r WHERE NOT EXISTS (
+          SELECT 1 FROM json_each(c.channel_versions) AS cv CROSS JOIN resumable_blobs AS b
+            ON b.thread_id = @thread AND b.checkpoint_ns = @ns AND b.channel = cv.key AND b.version = cv.value
+          WHERE cv.key = r.value AND b.type <> 'empty')),
+        0
+      FROM resumable_checkpoints AS c
+      WHERE c.thread_id = @thread AND c.checkpoint_ns = @ns AND c.checkpoint_id = (
+        SELECT t.parent_checkpoint_id FROM resumable_checkpoints AS t
+        WHERE t.thread_id = @thread AND t.checkpoint_ns = @ns AND t.checkpoint_id = @id)
+      UNION ALL
+      SELECT c.checkpoint_id, c.parent_checkpoint_id, c.channel_versions, chain.remaining,
+        (SELECT json_group_array(r.value) FROM json_each(chain.remaining) AS r WHERE NOT EXISTS (
+          SELECT 1 FROM json_each(c.channel_versions) AS cv CROSS JOIN resumable_blobs AS b
+            ON b.thread_id = @thread AND b.checkpoint_ns = @ns AND b.channel = cv.key AND b.version = cv.value
+          WHERE cv.key = r.value AND b.type <> 'empty')),
+        chain.depth + 1
+      FROM chain JOIN resumable_checkpoints AS c
+        ON c.thread_id = @thread AND c.checkpoint_ns = @ns AND c.checkpoint_id = chain.parent_checkpoint_id
+      WHERE json_array_length(chain.remaining) > 0 AND chain.depth < ${MAX_HISTORY_DEPTH}
+    )
+    SELECT checkpoint_id, parent_checkpoint_id, channel_versions, pending FROM chain ORDER BY depth`,
+  chunks: `SELECT hash, idx, data FROM resumable_chunks WHERE thread_id = ? AND hash = ? ORDER BY idx`,
+  deleteCheckpoints: `DELETE FROM resumable_checkpoints WHERE thread_id = ?`,
+  deleteBlobs: `DELETE FROM resumable_blobs WHERE thread_id = ?`,
+  deleteWrites: `DELETE FROM resumable_writes WHERE thread_id = ?`,
+  deleteChunks: `DELETE FROM resumable_chunks WHERE thread_id = ?`,
+} as const;
+
+interface CheckpointRow {
+  thread_id: string;
+  checkpoint_ns: string;
+  checkpoint_id: string;
+  parent_checkpoint_id: string | null;
+  checkpoint_type: string;
+  checkpoint: Uint8Array;
+  checkpoint_chunk_ref: string | null;
+  metadata_type: string;
+  metadata: Uint8Array;
+  metadata_chunk_ref: string | null;
+  metadata_json: string;
+  channel_versions: string;
+}
+
+interface BlobRow {
+  scope: number;
+  channel: string;
+  version: string;
+  type: string;
+  data: Uint8Array;
+  chunk_ref: string | null;
+  base_version: string | null;
+}
+
+interface WriteRow {
+  scope: number;
+  checkpoint_id: string;
+  task_id: string;
+  idx: number;
+  channel: string;
+  type: string;
+  data: Uint8Array;
+  chunk_ref: string | null;
+  task_path: string;
+}
+
+interface HistoryRow {
+  checkpoint_id: string;
+  parent_checkpoint_id: string | null;
+  channel_versions: string;
+  pending: string;
+}
+
+/**
+ * A {@link CheckpointStore} on SQLite through better-sqlite3: one file (or `:memory:`), WAL mode,
+ * versioned migrations, every write one `BEGIN IMMEDIATE` transaction.
+ *
+ * Several processes may share one file: writes take SQLite's write lock up front and wait for it up
+ * to `busyTimeoutMs`, reads run in WAL snapshots and never block writers.
+ *
+ * @example
+ * ```ts
+ * const store = new SqliteStore("checkpoints.db", { synchronous: "FULL" });
+ * await store.setup();
+ * const checkpointer = new ResumableSaver(store);
+ * ```
+ */
+export class SqliteStore implements CheckpointStore {
+  /** No item limit short of SQLite's own, native metadata filters, one command event per statement. */
+  readonly capabilities: StoreCapabilities;
+  private readonly source: string | SqliteDatabase;
+  private readonly owned: boolean;
+  private readonly synchronous: SqliteSynchronous;
+  private readonly busyTimeoutMs: number;
+  private readonly pageSize: number;
+  private db: SqliteDatabase | undefined;
+  private opening: Promise<SqliteDatabase> | undefined;
+  private configured = false;
+  private schemaChecked = false;
+  private closed = false;
+  private listener: StoreCommandListener | undefined;
+  private readonly statements = new Map<string, SqliteStatement>();
+
+  /**
+   * @param database A file path, `":memory:"`, or an open better-sqlite3 `Database`. A path is opened
+   *   on first use (better-sqlite3 is loaded then) and closed by {@link close}; a `Database` handed in
+   *   stays open, but its connection is switched to WAL with the `synchronous` and busy timeout chosen here.
+   */
+  constructor(database: string | SqliteDatabase, options: SqliteStoreOptions = {}) {
+    const synchronous = options.synchronous ?? "FULL";
+    if (synchronous !== "NORMAL" && synchronous !== "FULL") {
+      throw new InvalidConfigError("synchronous", `SqliteStore: "synchronous" must be "NORMAL" or "FULL", got ${JSON.stringify(synchronous)}.`);
+    }
+    const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+    if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0 || busyTimeoutMs > 2 ** 31 - 1) {
+      throw new InvalidConfigError("busyTimeoutMs", `SqliteStore: "busyTimeoutMs" must be a non-negative integer of milliseconds, got ${String(busyTimeoutMs)}.`);
+    }
+    const pageSize = options.pageSize ?? 100;
+    if (!Number.isInteger(pageSize) || pageSize < 1) {
+      throw new InvalidConfigError("pageSize", `SqliteStore: "pageSize" must be a positive integer, got ${String(pageSize)}.`);
+    }
+    if (typeof database === "string") {
+      this.owned = true;
+    } else if (database && typeof database.prepare === "function") {
+      this.owned = false;
+      this.db = database;
+    } else {
+      throw new InvalidConfigError("database", `SqliteStore: pass a file path, ":memory:" or an open better-sqlite3 Database.`);
+    }
+    this.source = database;
+    this.synchronous = synchronous;
+    this.busyTimeoutMs = busyTimeoutMs;
+    this.pageSize = pageSize;
+    const memory = typeof database === "string" ? database === ":memory:" || database === "" : database.memory;
+    this.capabilities = {
+      maxValueBytes: SQLITE_MAX_LENGTH,
+      nativeMetadataFilter: true,
+      persistent: !memory,
+      commandEvents: true,
+    };
+  }
+
+  /**
+   * The open connection (opened first when the store was given a path), for inspection or for
+   * sharing with other code. Do not close it while the store is in use.
+   */
+  async database(): Promise<SqliteDatabase> {
+    return this.connection();
+  }
+
+  /**
+   * Creates the tables, or migrates them to this package's schema version. Idempotent, and safe when
+   * several processes call it at once: migrations run under SQLite's write lock.
+   */
+  async setup(): Promise<void> {
+    await this.connection();
+    this.write(() => {
+      this.run("CREATE migrations", CREATE_MIGRATIONS_TABLE, (s) => s.run());
+      const current = this.currentVersion();
+      if (current > SCHEMA_VERSION) throw this.newerSchemaError(current);
+      for (const migration of MIGRATIONS) {
+        if (migration.version <= current) continue;
+        for (const statement of migration.statements) {
+          // DDL is prepared when it runs (a statement naming a table that does not exist yet cannot be
+          // prepared earlier) and is not cached.
+          this.run(`MIGRATE v${migration.version}`, statement, (s) => s.run(), false);
+        }
+        this.run("INSERT migration", SQL.recordMigration, (s) => s.run(migration.version, new Date().toISOString()));
+      }
+    });
+    this.schemaChecked = true;
+  }
+
+  /** Chunks, then blobs (insert-or-ignore), then the checkpoint row (upsert), in one `BEGIN IMMEDIATE` transaction. */
+  async putCheckpoint(request: PutCheckpointRequest): Promise<void> {
+    const { record, blobs, chunks } = request;
+    checkScope(record, "putCheckpoint");
+    checkId(record.checkpointId, "checkpoint_id", "putCheckpoint");
+    if (record.parentCheckpointId !== undefined) checkId(record.parentCheckpointId, "parent checkpoint_id", "putCheckpoint");
+    for (const channel of Object.keys(record.channelVersions)) checkId(channel, "channel", "putCheckpoint");
+    for (const blob of blobs) checkId(blob.channel, "channel", "putCheckpoint");
+    await this.ready();
+    this.write(() => {
+      for (const chunk of chunks) this.insertChunk(record.threadId, chunk);
+      for (const blob of blobs) {
+        this.run("INSERT blob", SQL.insertBlob, (s) =>
+          s.run(
+            record.threadId,
+            record.checkpointNs,
+            blob.channel,
+            blob.version,
+            blob.value.type,
+            blob.value.data,
+            encodeChunkRef(blob.value.chunkRef),
+            blob.baseVersion ?? null,
+          ),
+        );
+      }
+      this.run("UPSERT checkpoint", SQL.upsertCheckpoint, (s) =>
+        s.run(
+          record.threadId,
+          record.checkpointNs,
+          record.checkpointId,
+          record.parentCheckpointId ?? null,
+          record.checkpoint.type,
+          record.checkpoint.data,
+          encodeChunkRef(record.checkpoint.chunkRef),
+          record.metadata.type,
+          record.metadata.data,
+          encodeChunkRef(record.metadata.chunkRef),
+          JSON.stringify(record.metadataJson),
+          JSON.stringify(record.channelVersions),
+        ),
+      );
+    });
+  }
+
+  /**
+   * Chunks, then the writes, in one transaction: `INSERT OR REPLACE` per `(task_id, idx)` for
+   * `"upsert"`, `INSERT OR IGNORE` for `"ignore"`. Durable (per `synchronous`) once it resolves.
+   */
+  async putWrites(request: PutWritesRequest): Promise<void> {
+    checkScope(request, "putWrites");
+    checkId(request.checkpointId, "checkpoint_id", "putWrites");
+    for (const write of request.writes) {
+      checkId(write.taskId, "task id", "putWrites");
+      checkId(write.channel, "channel", "putWrites");
+    }
+    await this.ready();
+    const [command, sql] = request.mode === "upsert" ? ["UPSERT write", SQL.upsertWrite] : ["INSERT write", SQL.insertWrite];
+    this.write(() => {
+      for (const chunk of request.chunks) this.insertChunk(request.threadId, chunk);
+      for (const write of request.writes) {
+        this.run(command, sql, (s) =>
+          s.run(
+            request.threadId,
+            request.checkpointNs,
+            request.checkpointId,
+            write.taskId,
+            write.idx,
+            write.channel,
+            write.value.type,
+            write.value.data,
+            encodeChunkRef(write.value.chunkRef),
+            write.taskPath,
+          ),
+        );
+      }
+    });
+  }
+
+  /** One checkpoint (by id, or the greatest id of the namespace) with its blobs and writes: three queries in one snapshot. */
+  async getCheckpoint(scope: ThreadScope & { checkpointId?: string }): Promise<StoredCheckpoint | undefined> {
+    checkScope(scope, "getCheckpoint");
+    if (scope.checkpointId !== undefined) checkId(scope.checkpointId, "checkpoint_id", "getCheckpoint");
+    await this.ready();
+    return this.read(() => {
+      const row =
+        scope.checkpointId === undefined
+          ? this.run("SELECT latest checkpoint", SQL.latestCheckpoint, (s) => s.get(scope.threadId, scope.checkpointNs))
+          : this.run("SELECT checkpoint", SQL.checkpointById, (s) => s.get(scope.threadId, scope.checkpointNs, scope.checkpointId));
+      return row === undefined ? undefined : this.withBlobsAndWrites([row as CheckpointRow])[0];
+    });
+  }
+
+  /**
+   * Checkpoints ordered by thread and namespace, newest first within each, fetched `pageSize` at a
+   * time by keyset (never a whole thread at once), with the metadata filter evaluated in SQL. Each
+   * page is read in one snapshot; pages after the first see writes committed meanwhile.
+   */
+  async *listCheckpoints(query: ListCheckpointsQuery): AsyncIterable<StoredCheckpoint> {
+    if (query.threadId !== undefined) checkId(query.threadId, "thread_id", "listCheckpoints");
+    if (query.checkpointNs !== undefined) checkNamespace(query.checkpointNs, "listCheckpoints");
+    if (query.checkpointId !== undefined) checkId(query.checkpointId, "checkpoint_id", "listCheckpoints");
+    if (query.before !== undefined) checkId(query.before, "before", "listCheckpoints");
+    let remaining = query.limit;
+    if (remaining !== undefined && (!Number.isInteger(remaining) || remaining < 0)) {
+      throw new InvalidConfigError("limit", `listCheckpoints(): "limit" must be a non-negative integer, got ${String(remaining)}.`);
+    }
+    const conditions: string[] = [];
+    const params: Record<string, unknown> = {};
+    if (query.threadId !== undefined) {
+      conditions.push("c.thread_id = @thread");
+      params.thread = query.threadId;
+    }
+    if (query.checkpointNs !== undefined) {
+      conditions.push("c.checkpoint_ns = @ns");
+      params.ns = query.checkpointNs;
+    }
+    if (query.checkpointId !== undefined) {
+      conditions.push("c.checkpoint_id = @id");
+      params.id = query.checkpointId;
+    }
+    if (query.before !== undefined) {
+      conditions.push("c.checkpoint_id < @before");
+      params.before = query.before;
+    }
+    if (query.filter !== undefined) {
+      const filter = metadataFilterSql(query.filter);
+      conditions.push(...filter.conditions);
+      Object.assign(params, filter.params);
+    }
+    // Keyset paging in the listing order (thread, namespace ascending; id descending): each page starts
+    // strictly after the last row of the previous one, so rows are never skipped or repeated and no
+    // page costs more than its own rows.
+    let cursorSql = "c.checkpoint_id < @cursorId";
+    if (query.checkpointNs === undefined) cursorSql = `(c.checkpoint_ns > @cursorNs OR (c.checkpoint_ns = @cursorNs AND ${cursorSql}))`;
+    if (query.threadId === undefined) cursorSql = `(c.thread_id > @cursorThread OR (c.thread_id = @cursorThread AND ${cursorSql}))`;
+    const select = (withCursor: boolean): string =>
+      `SELECT ${CHECKPOINT_COLUMNS} FROM resumable_checkpoints AS c` +
+      (conditions.length > 0 || withCursor ? ` WHERE ${[...conditions, ...(withCursor ? [cursorSql] : [])].join(" AND ")}` : "") +
+      ` ORDER BY c.thread_id, c.checkpoint_ns, c.checkpoint_id DESC LIMIT @pageSize`;
+    let cursor: CheckpointRow | undefined;
+    for (;;) {
+      const size = remaining === undefined ? this.pageSize : Math.min(this.pageSize, remaining);
+      if (size <= 0) return;
+      await this.ready();
+      const pageParams: Record<string, unknown> = { ...params, pageSize: size };
+      if (cursor) {
+        pageParams.cursorId = cursor.checkpoint_id;
+        if (query.checkpointNs === undefined) pageParams.cursorNs = cursor.checkpoint_ns;
+        if (query.threadId === undefined) pageParams.cursorThread = cursor.thread_id;
+      }
+      const sql = select(cursor !== undefined);
+      const { rows, stored } = this.read(() => {
+        const rows = this.run("SELECT checkpoints page", sql, (s) => s.all(pageParams)) as CheckpointRow[];
+        return { rows, stored: this.withBlobsAndWrites(rows) };
+      });
+      for (const item of stored) yield item;
+      if (rows.length < size) return;
+      if (remaining !== undefined) remaining -= rows.length;
+      cursor = rows[rows.length - 1];
+    }
+  }
+
+  /**
+   * The parent chain of a checkpoint back to the nearest seed of every requested channel, with the
+   * blobs and writes each ancestor contributes: one recursive query plus two lookups, whatever the depth.
+   */
+  async getHistory(query: HistoryQuery): Promise<HistoryResult> {
+    checkScope(query, "getHistory");
+    checkId(query.checkpointId, "checkpoint_id", "getHistory");
+    const channels = [...new Set(query.channels)];
+    if (channels.length === 0) return { ancestors: [] };
+    await this.ready();
+    return this.read(() => {
+      const rows = this.run("SELECT history", SQL.history, (s) =>
+        s.all({ thread: query.threadId, ns: query.checkpointNs, id: query.checkpointId, channels: JSON.stringify(channels) }),
+      ) as HistoryRow[];
+      if (rows.length === 0) return { ancestors: [] };
+      const ancestors = rows.map((row) => ({
+        row,
+        channelVersions: JSON.parse(row.channel_versions) as Record<string, string>,
+        pending: new Set(JSON.parse(row.pending) as string[]),
+      }));
+      // Each ancestor needs its blobs (and writes) only for the channels that had no seed yet when the
+      // walk reached it; the others were settled nearer the target.
+      const blobKeys = new Map<string, [number, string, string]>();
+      for (const { channelVersions, pending } of ancestors) {
+        for (const channel of pending) {
+          const version = channelVersions[channel];
+          if (version !== undefined) blobKeys.set(`${channel}\u0000${version}`, [0, channel, version]);
+        }
+      }
+      const blobs = new Map<string, BlobRecord>();
+      if (blobKeys.size > 0) {
+        const blobRows = this.run("SELECT blobs", SQL.blobsByKeys, (s) =>
+          s.all({ scopes: JSON.stringify([[query.threadId, query.checkpointNs]]), keys: JSON.stringify([...blobKeys.values()]) }),
+        ) as BlobRow[];
+        for (const row of blobRows) blobs.set(`${row.channel}\u0000${row.version}`, toBlob(row));
+      }
+      const writeRows = this.run("SELECT writes", SQL.historyWrites, (s) =>
+        s.all({
+          thread: query.threadId,
+          ns: query.checkpointNs,
+          ids: JSON.stringify(rows.map((r) => r.checkpoint_id)),
+          channels: JSON.stringify(channels),
+        }),
+      ) as WriteRow[];
+      const writes = groupWrites(writeRows);
+      const result: HistoryAncestor[] = ancestors.map(({ row, channelVersions, pending }) => {
+        const ancestorBlobs: BlobRecord[] = [];
+        for (const channel of pending) {
+          const version = channelVersions[channel];
+          const blob = version === undefined ? undefined : blobs.get(`${channel}\u0000${version}`);
+          if (blob) ancestorBlobs.push(blob);
+        }
+        return {
+          checkpointId: row.checkpoint_id,
+          parentCheckpointId: row.parent_checkpoint_id ?? undefined,
+          channelVersions,
+          blobs: ancestorBlobs,
+          writes: (writes.get(`0\u0000${row.checkpoint_id}`) ?? []).filter((w) => pending.has(w.channel)),
+        };
+      });
+      return { ancestors: result };
+    });
+  }
+
+  /** The chunks of one split value, in index order. */
+  async getChunks(threadId: string, hash: string): Promise<ChunkRecord[]> {
+    checkId(threadId, "thread_id", "getChunks");
+    await this.ready();
+    const rows = this.run("SELECT chunks", SQL.chunks, (s) => s.all(threadId, hash)) as Array<{ hash: string; idx: number; data: Uint8Array }>;
+    return rows.map((row) => ({ hash: row.hash, index: row.idx, data: bytes(row.data) }));
+  }
+
+  /** Blobs by `(channel, version)` in one query; missing ones are left out. */
+  async getBlobs(scope: ThreadScope, keys: Array<{ channel: string; version: string }>): Promise<BlobRecord[]> {
+    checkScope(scope, "getBlobs");
+    if (keys.length === 0) return [];
+    await this.ready();
+    const rows = this.run("SELECT blobs", SQL.blobsByKeys, (s) =>
+      s.all({
+        scopes: JSON.stringify([[scope.threadId, scope.checkpointNs]]),
+        keys: JSON.stringify(keys.map((k) => [0, k.channel, k.version])),
+      }),
+    ) as BlobRow[];
+    return rows.map(toBlob);
+  }
+
+  /** Deletes the thread's rows from every table, all namespaces, in one transaction. */
+  async deleteThread(threadId: string): Promise<void> {
+    checkId(threadId, "thread_id", "deleteThread");
+    await this.ready();
+    this.write(() => {
+      this.run("DELETE checkpoints", SQL.deleteCheckpoints, (s) => s.run(threadId));
+      this.run("DELETE blobs", SQL.deleteBlobs, (s) => s.run(threadId));
+      this.run("DELETE writes", SQL.deleteWrites, (s) => s.run(threadId));
+      this.run("DELETE chunks", SQL.deleteChunks, (s) => s.run(threadId));
+    });
+  }
+
+  /**
+   * Registers a listener called after every SQL statement this store executes, transaction control
+   * included (`"BEGIN IMMEDIATE"`, `"INSERT blob"`, `"COMMIT"`...). Each statement is its own
+   * execution, so a listener that kills the process after the k-th command stops it mid-transaction.
+   */
+  instrument(listener: StoreCommandListener | undefined): void {
+    this.listener = listener;
+  }
+
+  /** Closes the database if this store opened it (from a path); a `Database` handed in stays open. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const db = this.db ?? (this.opening ? await this.opening.catch(() => undefined) : undefined);
+    this.statements.clear();
+    if (this.owned && db?.open) db.close();
+  }
+
+  private get label(): string {
+    const name = typeof this.source === "string" ? this.source : this.source.name;
+    return `SqliteStore (${JSON.stringify(name)})`;
+  }
+
+  /** The open, configured connection; the file is opened on first use. */
+  private async connection(): Promise<SqliteDatabase> {
+    if (this.closed) throw new StoreClosedError(this.label);
+    let db = this.db;
+    if (!db) {
+      this.opening ??= loadDriver().then((Database) => new Database(this.source as string, { timeout: this.busyTimeoutMs }));
+      try {
+        db = await this.opening;
+      } catch (error) {
+        // Let a later call try again (the directory may be created, the driver installed meanwhile).
+        this.opening = undefined;
+        throw error;
+      }
+      if (this.closed) {
+        db.close();
+        throw new StoreClosedError(this.label);
+      }
+      this.db = db;
+    }
+    if (!db.open) throw new StoreClosedError(this.label);
+    if (!this.configured) {
+      this.configure(db);
+      this.configured = true;
+    }
+    return db;
+  }
+
+  /** The connection, after checking once that the schema is set up and current. */
+  private async ready(): Promise<SqliteDatabase> {
+    const db = await this.connection();
+    if (!this.schemaChecked) {
+      const current = this.currentVersion();
+      if (current > SCHEMA_VERSION) throw this.newerSchemaError(current);
+      if (current < SCHEMA_VERSION) {
+        throw new StoreNotSetUpError(this.label, `its schema is at version ${current}, this package needs version ${SCHEMA_VERSION}`);
+      }
+      this.schemaChecked = true;
+    }
+    return db;
+  }
+
+  private configure(db: SqliteDatabase): void {
+    if (!db.memory) {
+      // Switching to WAL needs a moment of exclusive access, which a second process opening the same
+      // new file may hold; retry within the busy timeout. Once the file is in WAL mode this is a no-op.
+      const deadline = Date.now() + this.busyTimeoutMs;
+      for (;;) {
+        try {
+          db.pragma("journal_mode = WAL");
+          break;
+        } catch (error) {
+          if (!isBusy(error) || Date.now() >= deadline) throw error;
+          Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+        }
+      }
+      this.emit("PRAGMA journal_mode");
+    }
+    // Numbers and names below are validated in the constructor; PRAGMA takes no bound parameters.
+    db.pragma(`busy_timeout = ${this.busyTimeoutMs}`);
+    this.emit("PRAGMA busy_timeout");
+    db.pragma(`synchronous = ${this.synchronous}`);
+    this.emit("PRAGMA synchronous");
+  }
+
+  private currentVersion(): number {
+    const row = this.run("SELECT schema version", SQL.schemaVersion, (s) => s.get()) as { version: number | null } | undefined;
+    return row?.version ?? 0;
+  }
+
+  private newerSchemaError(current: number): StoreNotSetUpError {
+    return new StoreNotSetUpError(
+      this.label,
+      `its schema is at version ${current}, written by a newer @resumable/sqlite (this one knows version ${SCHEMA_VERSION}); ` +
+        `upgrade @resumable/sqlite in this program`,
+    );
+  }
+
+  private insertChunk(threadId: string, chunk: ChunkRecord): void {
+    this.run("INSERT chunk", SQL.insertChunk, (s) => s.run(threadId, chunk.hash, chunk.index, chunk.data));
+  }
+
+  /** Loads the blobs and writes of a page of checkpoint rows: two statements, whatever the page size. */
+  private withBlobsAndWrites(rows: CheckpointRow[]): StoredCheckpoint[] {
+    if (rows.length === 0) return [];
+    const scopes: Array<[string, string]> = [];
+    const scopeIndex = new Map<string, number>();
+    const blobKeys = new Map<string, [number, string, string]>();
+    const checkpointKeys: Array<[number, string]> = [];
+    const parsed = rows.map((row) => {
+      const key = `${row.thread_id}\u0000${row.checkpoint_ns}`;
+      let scope = scopeIndex.get(key);
+      if (scope === undefined) {
+        scope = scopes.length;
+        scopes.push([row.thread_id, row.checkpoint_ns]);
+        scopeIndex.set(key, scope);
+      }
+      const channelVersions = JSON.parse(row.channel_versions) as Record<string, string>;
+      for (const [channel, version] of Object.entries(channelVersions)) {
+        blobKeys.set(`${scope}\u0000${channel}\u0000${version}`, [scope, channel, version]);
+      }
+      checkpointKeys.push([scope, row.checkpoint_id]);
+      return { row, scope, channelVersions };
+    });
+    const scopesJson = JSON.stringify(scopes);
+    const blobs = new Map<string, BlobRecord>();
+    if (blobKeys.size > 0) {
+      const blobRows = this.run("SELECT blobs", SQL.blobsByKeys, (s) =>
+        s.all({ scopes: scopesJson, keys: JSON.stringify([...blobKeys.values()]) }),
+      ) as BlobRow[];
+      for (const row of blobRows) blobs.set(`${row.scope}\u0000${row.channel}\u0000${row.version}`, toBlob(row));
+    }
+    const writeRows = this.run("SELECT writes", SQL.writesByCheckpoints, (s) =>
+      s.all({ scopes: scopesJson, keys: JSON.stringify(checkpointKeys) }),
+    ) as WriteRow[];
+    const writes = groupWrites(writeRows);
+    return parsed.map(({ row, scope, channelVersions }) => {
+      const found: BlobRecord[] = [];
+      for (const [channel, version] of Object.entries(channelVersions)) {
+        const blob = blobs.get(`${scope}\u0000${channel}\u0000${version}`);
+        if (blob) found.push(blob);
+      }
+      return { record: toRecord(row, channelVersions), blobs: found, writes: writes.get(`${scope}\u0000${row.checkpoint_id}`) ?? [] };
+    });
+  }
+
+  /** Runs `body` in one write transaction (`BEGIN IMMEDIATE`, or a savepoint inside the caller's transaction). */
+  private write<T>(body: () => T): T {
+    return this.transaction("BEGIN IMMEDIATE", body);
+  }
+
+  /** Runs `body` in one read transaction, so that its statements see one snapshot. */
+  private read<T>(body: () => T): T {
+    return this.transaction("BEGIN", body);
+  }
+
+  private transaction<T>(begin: "BEGIN" | "BEGIN IMMEDIATE", body: () => T): T {
+    const db = this.db!;
+    const nested = db.inTransaction;
+    if (nested) this.run("SAVEPOINT", "SAVEPOINT resumable", (s) => s.run());
+    else this.run(begin, begin, (s) => s.run());
+    try {
+      const result = body();
+      if (nested) this.run("RELEASE", "RELEASE resumable", (s) => s.run());
+      else this.run("COMMIT", "COMMIT", (s) => s.run());
+      return result;
+    } catch (error) {
+      this.rollback(db, nested);
+      throw error;
+    }
+  }
+
+  private rollback(db: SqliteDatabase, nested: boolean): void {
+    if (!db.open || !db.inTransaction) return;
+    try {
+      if (nested) {
+        this.run("ROLLBACK TO", "ROLLBACK TO resumable", (s) => s.run());
+        this.run("RELEASE", "RELEASE resumable", (s) => s.run());
+      } else {
+        this.run("ROLLBACK", "ROLLBACK", (s) => s.run());
+      }
+    } catch {
+      // The original error is the one to report; SQLite rolls back an unfinished transaction anyway.
+    }
+  }
+
+  /** Prepares (cached) and executes one statement, then reports it to the listener. */
+  private run<T>(command: string, sql: string, execute: (statement: SqliteStatement) => T, cache = true): T {
+    const db = this.db;
+    if (!db || this.closed) throw new StoreClosedError(this.label);
+    let result: T;
+    try {
+      let statement = cache ? this.statements.get(sql) : undefined;
+      if (!statement) {
+        statement = db.prepare(sql);
+        if (cache) {
+          // List queries vary with the filter's shape; keep the cache bounded, dropping the oldest.
+          if (this.statements.size >= MAX_CACHED_STATEMENTS) this.statements.delete(this.statements.keys().next().value!);
+          this.statements.set(sql, statement);
+        }
+      }
+      result = execute(statement);
+    } catch (error) {
+      throw this.translate(error);
+    }
+    this.emit(command);
+    return result;
+  }
+
+  private emit(command: string): void {
+    this.listener?.({ command });
+  }
+
+  private translate(error: unknown): unknown {
+    const message = error instanceof Error ? error.message : "";
+    const missing = /no such table: (\S+)/.exec(message);
+    if (missing) {
+      return new StoreNotSetUpError(this.label, `table ${missing[1]} does not exist`, { cause: error });
+    }
+    if (/database connection is not open/.test(message)) return new StoreClosedError(this.label);
+    return error;
+  }
+}
+
+/** Blob and write rows may come back as Buffers; the contract speaks plain Uint8Arrays. */
+function bytes(data: Uint8Array | null): Uint8Array {
+  if (!data) return new Uint8Array(0);
+  return Object.getPrototypeOf(data) === Uint8Array.prototype ? data : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+}
+
+function encodeChunkRef(ref: ChunkRef | undefined): string | null {
+  return ref ? JSON.stringify({ hash: ref.hash, count: ref.count, size: ref.size }) : null;
+}
+
+function toValue(type: string, data: Uint8Array, chunkRef: string | null): SerializedValue {
+  const value: SerializedValue = { type, data: bytes(data) };
+  if (chunkRef !== null) value.chunkRef = JSON.parse(chunkRef) as ChunkRef;
+  return value;
+}
+
+function toRecord(row: CheckpointRow, channelVersions: Record<string, string>): CheckpointRecord {
+  return {
+    threadId: row.thread_id,
+    checkpointNs: row.checkpoint_ns,
+    checkpointId: row.checkpoint_id,
+    parentCheckpointId: row.parent_checkpoint_id ?? undefined,
+    checkpoint: toValue(row.checkpoint_type, row.checkpoint, row.checkpoint_chunk_ref),
+    metadata: toValue(row.metadata_type, row.metadata, row.metadata_chunk_ref),
+    metadataJson: JSON.parse(row.metadata_json) as Record<string, unknown>,
+    channelVersions,
+  };
+}
+
+function toBlob(row: BlobRow): BlobRecord {
+  const blob: BlobRecord = { channel: row.channel, version: row.version, value: toValue(row.type, row.data, row.chunk_ref) };
+  if (row.base_version !== null) blob.baseVersion = row.base_version;
+  return blob;
+}
+
+function toWrite(row: WriteRow): WriteRecord {
+  return { taskId: row.task_id, idx: row.idx, channel: row.channel, value: toValue(row.type, row.data, row.chunk_ref), taskPath: row.task_path };
+}
+
+/** Writes grouped by `scope\0checkpointId`. */
+function groupWrites(rows: WriteRow[]): Map<string, WriteRecord[]> {
+  const out = new Map<string, WriteRecord[]>();
+  for (const row of rows) {
+    const key = `${row.scope}\u0000${row.checkpoint_id}`;
+    const list = out.get(key);
+    if (list) list.push(toWrite(row));
+    else out.set(key, [toWrite(row)]);
+  }
+  return out;
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * SQLite stores text as UTF-8, where a lone UTF-16 surrogate has no encoding: better-sqlite3 would
+ * store U+FFFD instead, so two different ids could collide. Such ids are refused rather than altered.
+ */
+function checkId(value: unknown, field: string, operation: string): void {
+  if (typeof value !== "string") {
+    throw new InvalidConfigError(field, `${operation}(): ${field} must be a string, got ${value === null ? "null" : typeof value}.`);
+  }
+  if (LONE_SURROGATE.test(value)) {
+    throw new InvalidConfigError(
+      field,
+      `${operation}(): ${field} contains a lone UTF-16 surrogate, which SQLite cannot store as text; use well-formed unicode.`,
+    );
+  }
+}
+
+function checkNamespace(value: unknown, operation: string): void {
+  checkId(value, "checkpoint_ns", operation);
+}
+
+function checkScope(scope: ThreadScope, operation: string): void {
+  checkId(scope.threadId, "thread_id", operation);
+  checkNamespace(scope.checkpointNs, operation);
+}
+
+function isBusy(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && code.startsWith("SQLITE_BUSY");
+}
