@@ -8,7 +8,9 @@ export function packageConfig(name: string, overrides: { testTimeout?: number; g
   const conditions = ["dev-source", "import", "module", "node", "default"];
   return defineConfig({
     resolve: { conditions },
-    ssr: { resolve: { conditions, externalConditions: ["dev-source"] } },
+    // Workers get these as `node --conditions`; "import" there would also apply to require() and load
+    // ESM builds into CommonJS packages (pg-pool breaks), so only our own condition and "node".
+    ssr: { resolve: { conditions: ["dev-source", "node"], externalConditions: ["dev-source"] } },
     test: {
       name,
       include: overrides.include ?? ["test/**/*.test.ts", "src/**/*.test.ts"],

@@ -1,0 +1,88 @@
+/**
+ * Versioned schema migrations. Each runs once per schema, in order, inside one transaction that holds
+ * a transaction-scoped advisory lock, so any number of processes may call `setup()` at once.
+ *
+ * @module
+ */
+
+/** Table names, all in the store's schema. The prefix keeps them apart from LangChain's own tables. */
+export const TABLES = {
+  migrations: "resumable_migrations",
+  checkpoints: "resumable_checkpoints",
+  blobs: "resumable_blobs",
+  writes: "resumable_writes",
+  chunks: "resumable_chunks",
+} as const;
+
+/** One migration: its version and the statements it runs, given the quoted schema name. */
+export interface Migration {
+  version: number;
+  description: string;
+  statements(schema: string): string[];
+}
+
+// Ids are COLLATE "C" so that they sort by code point, as the contract orders checkpoint ids, whatever
+// the database's locale. Values are bytea: serialized bytes are never text, and bytea holds NUL bytes.
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: "checkpoints, blobs, writes, chunks",
+    statements: (s) => [
+      `CREATE TABLE ${s}.${TABLES.checkpoints} (
+        thread_id text COLLATE "C" NOT NULL,
+        checkpoint_ns text COLLATE "C" NOT NULL,
+        checkpoint_id text COLLATE "C" NOT NULL,
+        parent_checkpoint_id text COLLATE "C",
+        checkpoint_type text NOT NULL,
+        checkpoint_data bytea NOT NULL,
+        checkpoint_chunk jsonb,
+        metadata_type text NOT NULL,
+        metadata_data bytea NOT NULL,
+        metadata_chunk jsonb,
+        metadata_json jsonb NOT NULL,
+        metadata_json_raw bytea,
+        channel_versions jsonb NOT NULL,
+        PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
+      )`,
+      // jsonb_path_ops serves `metadata_json @> $filter`, the only operator the list query uses on it.
+      `CREATE INDEX ${TABLES.checkpoints}_metadata ON ${s}.${TABLES.checkpoints} USING gin (metadata_json jsonb_path_ops)`,
+      `CREATE TABLE ${s}.${TABLES.blobs} (
+        thread_id text COLLATE "C" NOT NULL,
+        checkpoint_ns text COLLATE "C" NOT NULL,
+        channel text COLLATE "C" NOT NULL,
+        version text COLLATE "C" NOT NULL,
+        value_type text NOT NULL,
+        value_data bytea NOT NULL,
+        value_chunk jsonb,
+        base_version text COLLATE "C",
+        PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
+      )`,
+      `CREATE TABLE ${s}.${TABLES.writes} (
+        thread_id text COLLATE "C" NOT NULL,
+        checkpoint_ns text COLLATE "C" NOT NULL,
+        checkpoint_id text COLLATE "C" NOT NULL,
+        task_id text COLLATE "C" NOT NULL,
+        idx integer NOT NULL,
+        channel text COLLATE "C" NOT NULL,
+        value_type text NOT NULL,
+        value_data bytea NOT NULL,
+        value_chunk jsonb,
+        task_path text COLLATE "C" NOT NULL,
+        PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+      )`,
+      `CREATE TABLE ${s}.${TABLES.chunks} (
+        thread_id text COLLATE "C" NOT NULL,
+        hash text COLLATE "C" NOT NULL,
+        idx integer NOT NULL,
+        data bytea NOT NULL,
+        PRIMARY KEY (thread_id, hash, idx)
+      )`,
+    ],
+  },
+];
+
+/** The newest schema version this package knows. */
+export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
+
+/** First key of the two-key advisory lock (an arbitrary constant naming this package). */
+export const ADVISORY_LOCK_CLASS = 0x52534d42; // "RSMB"

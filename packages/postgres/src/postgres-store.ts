@@ -1,0 +1,690 @@
+/**
+ * The PostgreSQL {@link CheckpointStore}: four tables in one schema, one statement per write.
+ *
+ * @module
+ */
+import {
+  StoreClosedError,
+  StoreNotSetUpError,
+  type BlobRecord,
+  type CheckpointRecord,
+  type CheckpointStore,
+  type ChunkRecord,
+  type ChunkRef,
+  type HistoryAncestor,
+  type HistoryQuery,
+  type HistoryResult,
+  type ListCheckpointsQuery,
+  type PutCheckpointRequest,
+  type PutWritesRequest,
+  type SerializedValue,
+  type StoreCapabilities,
+  type StoreCommandListener,
+  type StoredCheckpoint,
+  type ThreadScope,
+  type WriteRecord,
+} from "@resumable/core";
+import { checkId, quoteIdentifier, translateError } from "./errors.js";
+import { ADVISORY_LOCK_CLASS, LATEST_VERSION, MIGRATIONS, TABLES } from "./migrations.js";
+import { createPool, type PostgresPool, type PostgresPoolOptions, type PostgresQueryable } from "./pool.js";
+
+/** Options of {@link PostgresStore}. */
+export interface PostgresStoreOptions {
+  /** Schema holding the tables; created by `setup()` when missing. Default `"public"`. */
+  schema?: string;
+  /**
+   * Split values larger than this many bytes into chunks of this size, stored in their own table
+   * (declared as the store's `capabilities.maxValueBytes`). Default: no splitting. A bytea value
+   * holds up to 1 GB, and every put travels as one message, which PostgreSQL caps at 1 GB too, so
+   * splitting buys little here; it exists for pools behind proxies with smaller message limits.
+   */
+  chunkBytes?: number;
+  /** Checkpoints fetched per page by `listCheckpoints`. Default 50. */
+  pageSize?: number;
+}
+
+/** Options of {@link PostgresStore.connect}: store options plus `pg.Pool` settings. */
+export interface PostgresConnectOptions extends PostgresStoreOptions {
+  /** Passed to `new pg.Pool(...)` (with the connection string). */
+  pool?: PostgresPoolOptions;
+}
+
+const DEFAULT_CHUNK_BYTES = Number.POSITIVE_INFINITY;
+const STORE_NAME = "PostgresStore";
+
+/** Collects query parameters and hands out their `$n` placeholders. */
+class Params {
+  readonly values: unknown[] = [];
+  add(value: unknown): string {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  }
+}
+
+/** Above this many parameters a batch is sent as arrays through `unnest` (PostgreSQL allows 65535). */
+const MAX_INLINE_PARAMS = 30_000;
+
+/**
+ * The row source of an `INSERT ... (columns)`: `VALUES (...), (...)` with one parameter per cell (bytea
+ * travels as binary), or, for batches too large for the parameter limit, one array parameter per column
+ * expanded by `unnest`. `fixed` are placeholders shared by every row (the thread id...).
+ */
+function rowSource(p: Params, fixed: string[], types: string[], rows: unknown[][]): string {
+  if (p.values.length + rows.length * types.length <= MAX_INLINE_PARAMS) {
+    return `VALUES ${rows.map((row) => `(${[...fixed, ...row.map((cell, i) => `${p.add(cell)}::${types[i]}`)].join(", ")})`).join(", ")}`;
+  }
+  const arrays = types.map((type, i) => `${p.add(rows.map((row) => row[i]))}::${type}[]`);
+  return `SELECT ${[...fixed, "u.*"].join(", ")} FROM unnest(${arrays.join(", ")}) AS u`;
+}
+
+const VALUE_TYPES = ["text", "bytea", "jsonb"];
+const valueCells = (value: SerializedValue): unknown[] => [value.type, buffer(value.data), value.chunkRef ? JSON.stringify(value.chunkRef) : null];
+
+/** A row of the combined result of the read queries: one checkpoint, blob or write per row. */
+interface ReadRow {
+  kind: "c" | "b" | "w";
+  pos: string | number;
+  thread_id: string;
+  checkpoint_ns: string;
+  checkpoint_id: string;
+  parent_checkpoint_id: string | null;
+  channel: string | null;
+  /** The blob's version, or the write's task id. */
+  key: string | null;
+  idx: number | null;
+  /** The blob's base version, or the write's task path. */
+  extra: string | null;
+  type: string | null;
+  data: Buffer | null;
+  chunk: ChunkRef | null;
+  metadata_type: string | null;
+  metadata_data: Buffer | null;
+  metadata_chunk: ChunkRef | null;
+  metadata_json: Record<string, unknown> | null;
+  metadata_json_raw: Buffer | null;
+  channel_versions: Record<string, string> | null;
+}
+
+/**
+ * A {@link CheckpointStore} on PostgreSQL, through a `pg` pool (or anything with the same `query`).
+ *
+ * - `putCheckpoint` and `putWrites` are each one statement (data-modifying CTEs): one round trip,
+ *   atomic without an explicit transaction.
+ * - `getCheckpoint` is one query returning the checkpoint, the blobs it references and its writes;
+ *   `getHistory` is one recursive query whatever the depth; `listCheckpoints` pages by keyset.
+ * - Metadata filters use jsonb containment (GIN, `jsonb_path_ops`) plus per-key equality.
+ *
+ * @example
+ * ```ts
+ * const store = await PostgresStore.connect("postgres://localhost/app", { schema: "agents" });
+ * await store.setup();
+ * const checkpointer = new ResumableSaver(store);
+ * ```
+ */
+export class PostgresStore implements CheckpointStore {
+  readonly capabilities: Partial<StoreCapabilities>;
+  /** The pool queries go through. */
+  readonly pool: PostgresPool;
+  /** The schema name, unquoted. */
+  readonly schema: string;
+  private ownsPool = false;
+  private readonly pageSize: number;
+  private readonly t: { checkpoints: string; blobs: string; writes: string; chunks: string; migrations: string };
+  private readonly quotedSchema: string;
+  private listener: StoreCommandListener | undefined;
+  private closed = false;
+
+  /**
+   * @param pool A `pg.Pool` (or compatible). It stays open on `close()`: the caller owns it.
+   */
+  constructor(pool: PostgresPool, options: PostgresStoreOptions = {}) {
+    this.pool = pool;
+    this.schema = options.schema ?? "public";
+    this.quotedSchema = quoteIdentifier(this.schema, "schema");
+    const q = this.quotedSchema;
+    this.t = {
+      checkpoints: `${q}.${TABLES.checkpoints}`,
+      blobs: `${q}.${TABLES.blobs}`,
+      writes: `${q}.${TABLES.writes}`,
+      chunks: `${q}.${TABLES.chunks}`,
+      migrations: `${q}.${TABLES.migrations}`,
+    };
+    this.pageSize = Math.max(1, Math.floor(options.pageSize ?? 50));
+    this.capabilities = {
+      maxValueBytes: options.chunkBytes ?? DEFAULT_CHUNK_BYTES,
+      nativeMetadataFilter: true,
+      persistent: true,
+      commandEvents: true,
+    };
+  }
+
+  /**
+   * Creates a store with its own `pg.Pool` for a connection string; `close()` ends that pool.
+   * Does not run migrations: call `setup()` (or {@link PostgresStore.migrate} ahead of deploys).
+   */
+  static async connect(connectionString: string, options: PostgresConnectOptions = {}): Promise<PostgresStore> {
+    const pool = await createPool(connectionString, options.pool);
+    const store = new PostgresStore(pool, options);
+    store.ownsPool = true;
+    return store;
+  }
+
+  /**
+   * Runs pending migrations against a database and returns the schema version, for deploy scripts:
+   * `await PostgresStore.migrate(process.env.DATABASE_URL, { schema: "agents" })`. Safe to run while
+   * other processes are also migrating or serving.
+   */
+  static async migrate(target: string | PostgresPool, options: PostgresConnectOptions = {}): Promise<number> {
+    const store = typeof target === "string" ? await PostgresStore.connect(target, options) : new PostgresStore(target, options);
+    try {
+      await store.setup();
+      return LATEST_VERSION;
+    } finally {
+      await store.close();
+    }
+  }
+
+  instrument(listener: StoreCommandListener | undefined): void {
+    this.listener = listener;
+  }
+
+  /**
+   * Applies pending migrations in one transaction under `pg_advisory_xact_lock`, so concurrent
+   * callers wait for the first and then find nothing left to do. When the schema is already current
+   * it only reads the version (no lock, no DDL), so a role without CREATE rights can call it at
+   * startup after deploys migrated with {@link PostgresStore.migrate}.
+   */
+  async setup(): Promise<void> {
+    this.check();
+    let client;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      throw translateError(error, "setup", STORE_NAME);
+    }
+    let failed: unknown;
+    let inTransaction = false;
+    try {
+      if ((await this.schemaVersion(client)) === LATEST_VERSION) return;
+      await this.run("BEGIN", "setup", "BEGIN", [], client);
+      inTransaction = true;
+      await this.run("SELECT pg_advisory_xact_lock", "setup", "SELECT pg_advisory_xact_lock($1, hashtext($2))", [ADVISORY_LOCK_CLASS, this.schema], client);
+      // Checked before creating: CREATE ... IF NOT EXISTS still demands CREATE rights when nothing is missing.
+      const [{ schema_exists } = { schema_exists: false }] = await this.run<{ schema_exists: boolean }>(
+        "SELECT schema",
+        "setup",
+        "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1) AS schema_exists",
+        [this.schema],
+        client,
+      );
+      if (!schema_exists) await this.run("CREATE SCHEMA", "setup", `CREATE SCHEMA ${this.quotedSchema}`, [], client);
+      let current = await this.schemaVersion(client);
+      if (current < 0) {
+        await this.run(
+          "CREATE TABLE migrations",
+          "setup",
+          `CREATE TABLE ${this.t.migrations} (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+          [],
+          client,
+        );
+        current = 0;
+      }
+      for (const migration of MIGRATIONS) {
+        if (migration.version <= current) continue;
+        for (const statement of migration.statements(this.quotedSchema)) {
+          await this.run(`MIGRATE ${migration.version}`, "setup", statement, [], client);
+        }
+        await this.run(
+          "INSERT migrations",
+          "setup",
+          `INSERT INTO ${this.t.migrations} (version, description) VALUES ($1, $2)`,
+          [migration.version, migration.description],
+          client,
+        );
+      }
+      await this.run("COMMIT", "setup", "COMMIT", [], client);
+    } catch (error) {
+      failed = error;
+      if (inTransaction) await client.query("ROLLBACK").catch(() => {});
+      throw error;
+    } finally {
+      client.release(failed instanceof Error && !(failed instanceof StoreNotSetUpError) ? failed : undefined);
+    }
+  }
+
+  /**
+   * The schema's migration version: -1 when the migrations table does not exist yet. Throws
+   * {@link StoreNotSetUpError} for a version newer than this package knows.
+   */
+  private async schemaVersion(client: PostgresQueryable): Promise<number> {
+    const [found] = await this.run<{ exists: boolean }>(
+      "SELECT migrations table",
+      "setup",
+      "SELECT to_regclass($1) IS NOT NULL AS exists",
+      [this.t.migrations],
+      client,
+    );
+    if (!found?.exists) return -1;
+    const rows = await this.run<{ version: number | null }>("SELECT migrations", "setup", `SELECT max(version) AS version FROM ${this.t.migrations}`, [], client);
+    const current = rows[0]?.version ?? 0;
+    if (current > LATEST_VERSION) {
+      throw new StoreNotSetUpError(
+        STORE_NAME,
+        `schema "${this.schema}" is at version ${current}, newer than this package knows (${LATEST_VERSION}); upgrade @resumable/postgres`,
+      );
+    }
+    return current;
+  }
+
+  async putCheckpoint(request: PutCheckpointRequest): Promise<void> {
+    this.check();
+    const { record } = request;
+    checkScope(record);
+    checkId("checkpoint_id", record.checkpointId);
+    if (record.parentCheckpointId !== undefined) checkId("parent checkpoint_id", record.parentCheckpointId);
+    for (const [channel, version] of Object.entries(record.channelVersions)) {
+      checkId(`channel name "${channel}"`, channel);
+      checkId(`version of channel "${channel}"`, version);
+    }
+    const p = new Params();
+    const thread = p.add(record.threadId);
+    const ns = p.add(record.checkpointNs);
+    const ctes: string[] = [];
+    const chunks = this.chunkValues(p, thread, request.chunks);
+    if (chunks) ctes.push(`chunks AS (INSERT INTO ${this.t.chunks} (thread_id, hash, idx, data) ${chunks} ON CONFLICT DO NOTHING)`);
+    const blobRows = dedupe(request.blobs, (b) => `${b.channel}\u0000${b.version}`, "first").map((blob) => {
+      checkId(`channel name "${blob.channel}"`, blob.channel);
+      checkId(`version of channel "${blob.channel}"`, blob.version);
+      if (blob.baseVersion !== undefined) checkId(`base version of channel "${blob.channel}"`, blob.baseVersion);
+      return [blob.channel, blob.version, ...valueCells(blob.value), blob.baseVersion ?? null];
+    });
+    if (blobRows.length > 0) {
+      ctes.push(
+        `blobs AS (INSERT INTO ${this.t.blobs} (thread_id, checkpoint_ns, channel, version, value_type, value_data, value_chunk, base_version) ` +
+          `${rowSource(p, [thread, ns], ["text", "text", ...VALUE_TYPES, "text"], blobRows)} ON CONFLICT DO NOTHING)`,
+      );
+    }
+    const { json, raw } = storableMetadata(record.metadataJson);
+    const sql =
+      (ctes.length > 0 ? `WITH ${ctes.join(", ")} ` : "") +
+      `INSERT INTO ${this.t.checkpoints} (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, ` +
+      `checkpoint_type, checkpoint_data, checkpoint_chunk, metadata_type, metadata_data, metadata_chunk, ` +
+      `metadata_json, metadata_json_raw, channel_versions) VALUES (${thread}, ${ns}, ${p.add(record.checkpointId)}, ` +
+      `${p.add(record.parentCheckpointId ?? null)}, ${valueParams(p, record.checkpoint)}, ${valueParams(p, record.metadata)}, ` +
+      `${p.add(json)}::jsonb, ${p.add(raw)}, ${p.add(JSON.stringify(record.channelVersions))}::jsonb) ` +
+      `ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET ` +
+      `parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, checkpoint_type = EXCLUDED.checkpoint_type, ` +
+      `checkpoint_data = EXCLUDED.checkpoint_data, checkpoint_chunk = EXCLUDED.checkpoint_chunk, ` +
+      `metadata_type = EXCLUDED.metadata_type, metadata_data = EXCLUDED.metadata_data, metadata_chunk = EXCLUDED.metadata_chunk, ` +
+      `metadata_json = EXCLUDED.metadata_json, metadata_json_raw = EXCLUDED.metadata_json_raw, channel_versions = EXCLUDED.channel_versions`;
+    await this.run("INSERT checkpoint", "putCheckpoint", sql, p.values);
+  }
+
+  async putWrites(request: PutWritesRequest): Promise<void> {
+    this.check();
+    checkScope(request);
+    checkId("checkpoint_id", request.checkpointId);
+    if (request.writes.length === 0 && request.chunks.length === 0) return;
+    const p = new Params();
+    const thread = p.add(request.threadId);
+    const ns = p.add(request.checkpointNs);
+    const checkpointId = p.add(request.checkpointId);
+    const chunks = this.chunkValues(p, thread, request.chunks);
+    // One statement cannot upsert the same key twice: keep the write the mode says survives.
+    const writes = dedupe(request.writes, (w) => `${w.taskId}\u0000${w.idx}`, request.mode === "upsert" ? "last" : "first");
+    const rows = writes.map((write) => {
+      checkId("task id", write.taskId);
+      checkId(`channel name "${write.channel}"`, write.channel);
+      checkId("task path", write.taskPath);
+      return [write.taskId, write.idx, write.channel, ...valueCells(write.value), write.taskPath];
+    });
+    const chunkInsert = chunks ? `INSERT INTO ${this.t.chunks} (thread_id, hash, idx, data) ${chunks} ON CONFLICT DO NOTHING` : "";
+    let sql: string;
+    if (rows.length === 0) {
+      sql = chunkInsert;
+    } else {
+      const onConflict =
+        request.mode === "upsert"
+          ? `ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET channel = EXCLUDED.channel, ` +
+            `value_type = EXCLUDED.value_type, value_data = EXCLUDED.value_data, value_chunk = EXCLUDED.value_chunk, task_path = EXCLUDED.task_path`
+          : "ON CONFLICT DO NOTHING";
+      sql =
+        (chunkInsert ? `WITH chunks AS (${chunkInsert}) ` : "") +
+        `INSERT INTO ${this.t.writes} (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, value_type, value_data, value_chunk, task_path) ` +
+        `${rowSource(p, [thread, ns, checkpointId], ["text", "integer", "text", ...VALUE_TYPES, "text"], rows)} ${onConflict}`;
+    }
+    await this.run("INSERT writes", "putWrites", sql, p.values);
+  }
+
+  async getCheckpoint(scope: ThreadScope & { checkpointId?: string }): Promise<StoredCheckpoint | undefined> {
+    this.check();
+    checkScope(scope);
+    const p = new Params();
+    let where = `thread_id = ${p.add(scope.threadId)} AND checkpoint_ns = ${p.add(scope.checkpointNs)}`;
+    if (scope.checkpointId !== undefined) {
+      checkId("checkpoint_id", scope.checkpointId);
+      where += ` AND checkpoint_id = ${p.add(scope.checkpointId)}`;
+    }
+    const rows = await this.run<ReadRow>("SELECT checkpoint", "getCheckpoint", this.readQuery(where, "1"), p.values);
+    return assemble(rows)[0];
+  }
+
+  async *listCheckpoints(query: ListCheckpointsQuery): AsyncGenerator<StoredCheckpoint> {
+    this.check();
+    const p = new Params();
+    const conditions: string[] = [];
+    if (query.threadId !== undefined) {
+      checkId("thread_id", query.threadId);
+      conditions.push(`thread_id = ${p.add(query.threadId)}`);
+    }
+    if (query.checkpointNs !== undefined) {
+      checkId("checkpoint_ns", query.checkpointNs);
+      conditions.push(`checkpoint_ns = ${p.add(query.checkpointNs)}`);
+    }
+    if (query.checkpointId !== undefined) {
+      checkId("checkpoint_id", query.checkpointId);
+      conditions.push(`checkpoint_id = ${p.add(query.checkpointId)}`);
+    }
+    if (query.before !== undefined) {
+      checkId("before.checkpoint_id", query.before);
+      conditions.push(`checkpoint_id < ${p.add(query.before)}`);
+    }
+    const filter = query.filter ? Object.entries(query.filter).filter(([, value]) => value !== undefined) : [];
+    if (filter.length > 0) {
+      // Containment narrows through the GIN index; per-key equality makes it exact ({a: [1]} contains
+      // in {a: [1, 2]} but does not equal it). Both sides are sanitized the same way (see below).
+      const sanitized = filter.map(([key, value]) => [sanitizeJson(key) as string, sanitizeJson(value)] as const);
+      conditions.push(`metadata_json @> ${p.add(JSON.stringify(Object.fromEntries(sanitized)))}::jsonb`);
+      for (const [key, value] of sanitized) {
+        conditions.push(`metadata_json -> ${p.add(key)} = ${p.add(JSON.stringify(value))}::jsonb`);
+      }
+    }
+    let remaining = query.limit ?? Number.POSITIVE_INFINITY;
+    let cursor: { threadId: string; checkpointNs: string; checkpointId: string } | undefined;
+    while (remaining > 0) {
+      const pageParams = new Params();
+      pageParams.values.push(...p.values);
+      const where = [...conditions];
+      if (cursor) {
+        where.push(
+          `(thread_id, checkpoint_ns, checkpoint_id) < (${pageParams.add(cursor.threadId)}, ${pageParams.add(cursor.checkpointNs)}, ${pageParams.add(cursor.checkpointId)})`,
+        );
+      }
+      const size = Math.min(this.pageSize, remaining);
+      const rows = await this.run<ReadRow>(
+        "SELECT checkpoints",
+        "listCheckpoints",
+        this.readQuery(where.length > 0 ? where.join(" AND ") : "true", String(size)),
+        pageParams.values,
+      );
+      const page = assemble(rows);
+      for (const stored of page) yield stored;
+      remaining -= page.length;
+      if (page.length < size) return;
+      const last = page[page.length - 1]!.record;
+      cursor = { threadId: last.threadId, checkpointNs: last.checkpointNs, checkpointId: last.checkpointId };
+    }
+  }
+
+  async getHistory(query: HistoryQuery): Promise<HistoryResult> {
+    this.check();
+    checkScope(query);
+    checkId("checkpoint_id", query.checkpointId);
+    for (const channel of query.channels) checkId(`channel name "${channel}"`, channel);
+    const p = new Params();
+    const thread = p.add(query.threadId);
+    const ns = p.add(query.checkpointNs);
+    const target = p.add(query.checkpointId);
+    const channels = p.add(query.channels);
+    const { checkpoints: cp, blobs, writes } = this.t;
+    // Walks the parent chain in the database and stops once every requested channel has met an
+    // ancestor holding a non-empty blob for it (its seed): one query, whatever the depth.
+    const unseeded = (list: string) =>
+      `ARRAY(SELECT ch FROM unnest(${list}) AS ch WHERE NOT EXISTS (SELECT 1 FROM ${blobs} b ` +
+      `WHERE b.thread_id = p.thread_id AND b.checkpoint_ns = p.checkpoint_ns AND b.channel = ch ` +
+      `AND b.version = p.channel_versions ->> ch AND b.value_type <> 'empty'))`;
+    const sql =
+      `WITH RECURSIVE chain AS (` +
+      `SELECT p.thread_id, p.checkpoint_id, p.parent_checkpoint_id, p.channel_versions, 1 AS depth, ${unseeded(`${channels}::text[]`)} AS remaining ` +
+      `FROM ${cp} t JOIN ${cp} p ON p.thread_id = t.thread_id AND p.checkpoint_ns = t.checkpoint_ns AND p.checkpoint_id = t.parent_checkpoint_id ` +
+      `WHERE t.thread_id = ${thread} AND t.checkpoint_ns = ${ns} AND t.checkpoint_id = ${target} ` +
+      `UNION ALL ` +
+      `SELECT p.thread_id, p.checkpoint_id, p.parent_checkpoint_id, p.channel_versions, c.depth + 1, ${unseeded("c.remaining")} ` +
+      `FROM chain c JOIN ${cp} p ON p.thread_id = c.thread_id AND p.checkpoint_ns = ${ns} AND p.checkpoint_id = c.parent_checkpoint_id ` +
+      `WHERE cardinality(c.remaining) > 0) ` +
+      `SELECT 'c' AS kind, c.depth AS pos, c.checkpoint_id, c.parent_checkpoint_id, NULL::text AS channel, NULL::text AS key, ` +
+      `NULL::integer AS idx, NULL::text AS extra, NULL::text AS type, NULL::bytea AS data, NULL::jsonb AS chunk, c.channel_versions ` +
+      `FROM chain c ` +
+      `UNION ALL ` +
+      `SELECT 'b', c.depth, c.checkpoint_id, NULL, b.channel, b.version, NULL, b.base_version, b.value_type, b.value_data, b.value_chunk, NULL ` +
+      `FROM chain c JOIN ${blobs} b ON b.thread_id = ${thread} AND b.checkpoint_ns = ${ns} ` +
+      `AND b.channel = ANY(${channels}::text[]) AND b.version = c.channel_versions ->> b.channel ` +
+      `UNION ALL ` +
+      `SELECT 'w', c.depth, c.checkpoint_id, NULL, w.channel, w.task_id, w.idx, w.task_path, w.value_type, w.value_data, w.value_chunk, NULL ` +
+      `FROM chain c JOIN ${writes} w ON w.thread_id = ${thread} AND w.checkpoint_ns = ${ns} AND w.checkpoint_id = c.checkpoint_id ` +
+      `AND w.channel = ANY(${channels}::text[])`;
+    const rows = await this.run<ReadRow>("SELECT history", "getHistory", sql, p.values);
+    const byId = new Map<string, HistoryAncestor & { depth: number }>();
+    for (const row of rows) {
+      if (row.kind !== "c") continue;
+      byId.set(row.checkpoint_id, {
+        depth: Number(row.pos),
+        checkpointId: row.checkpoint_id,
+        parentCheckpointId: row.parent_checkpoint_id ?? undefined,
+        channelVersions: row.channel_versions ?? {},
+        blobs: [],
+        writes: [],
+      });
+    }
+    for (const row of rows) {
+      const ancestor = byId.get(row.checkpoint_id);
+      if (!ancestor) continue;
+      if (row.kind === "b") ancestor.blobs.push(toBlob(row));
+      else if (row.kind === "w") ancestor.writes.push(toWrite(row));
+    }
+    const ancestors = [...byId.values()].sort((a, b) => a.depth - b.depth).map(({ depth: _depth, ...ancestor }) => ancestor);
+    return { ancestors };
+  }
+
+  async getChunks(threadId: string, hash: string): Promise<ChunkRecord[]> {
+    this.check();
+    checkId("thread_id", threadId);
+    checkId("chunk hash", hash);
+    const rows = await this.run<{ hash: string; idx: number; data: Buffer }>(
+      "SELECT chunks",
+      "getChunks",
+      `SELECT hash, idx, data FROM ${this.t.chunks} WHERE thread_id = $1 AND hash = $2 ORDER BY idx`,
+      [threadId, hash],
+    );
+    return rows.map((row) => ({ hash: row.hash, index: row.idx, data: bytes(row.data) }));
+  }
+
+  async getBlobs(scope: ThreadScope, keys: Array<{ channel: string; version: string }>): Promise<BlobRecord[]> {
+    this.check();
+    checkScope(scope);
+    if (keys.length === 0) return [];
+    for (const key of keys) {
+      checkId(`channel name "${key.channel}"`, key.channel);
+      checkId(`version of channel "${key.channel}"`, key.version);
+    }
+    const rows = await this.run<ReadRow>(
+      "SELECT blobs",
+      "getBlobs",
+      `SELECT b.channel, b.version AS key, b.base_version AS extra, b.value_type AS type, b.value_data AS data, b.value_chunk AS chunk ` +
+        `FROM ${this.t.blobs} b JOIN unnest($3::text[], $4::text[]) AS k(channel, version) ON b.channel = k.channel AND b.version = k.version ` +
+        `WHERE b.thread_id = $1 AND b.checkpoint_ns = $2`,
+      [scope.threadId, scope.checkpointNs, keys.map((k) => k.channel), keys.map((k) => k.version)],
+    );
+    return rows.map(toBlob);
+  }
+
+  /** Deletes the thread's rows from every table in one statement, hence one transaction. */
+  async deleteThread(threadId: string): Promise<void> {
+    this.check();
+    checkId("thread_id", threadId);
+    await this.run(
+      "DELETE thread",
+      "deleteThread",
+      `WITH w AS (DELETE FROM ${this.t.writes} WHERE thread_id = $1), b AS (DELETE FROM ${this.t.blobs} WHERE thread_id = $1), ` +
+        `ch AS (DELETE FROM ${this.t.chunks} WHERE thread_id = $1) DELETE FROM ${this.t.checkpoints} WHERE thread_id = $1`,
+      [threadId],
+    );
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.ownsPool) await this.pool.end();
+  }
+
+  private check(): void {
+    if (this.closed) throw new StoreClosedError(STORE_NAME);
+  }
+
+  private async run<R>(command: string, operation: string, sql: string, values: unknown[], client: PostgresQueryable = this.pool): Promise<R[]> {
+    let rows: R[];
+    try {
+      rows = (await client.query<R>(sql, values)).rows;
+    } catch (error) {
+      throw translateError(error, operation, STORE_NAME);
+    }
+    this.listener?.({ command });
+    return rows;
+  }
+
+  private chunkValues(p: Params, thread: string, chunks: ChunkRecord[]): string | undefined {
+    const unique = dedupe(chunks, (c) => `${c.hash}\u0000${c.index}`, "first");
+    if (unique.length === 0) return undefined;
+    for (const chunk of unique) checkId("chunk hash", chunk.hash);
+    return rowSource(p, [thread], ["text", "integer", "bytea"], unique.map((c) => [c.hash, c.index, buffer(c.data)]));
+  }
+
+  /**
+   * One query for up to `limit` checkpoints matching `where`, newest first, with the blobs each
+   * references and its pending writes, as rows tagged `c`, `b` and `w`.
+   */
+  private readQuery(where: string, limit: string): string {
+    const { checkpoints, blobs, writes } = this.t;
+    return (
+      `WITH cp AS (SELECT *, row_number() OVER (ORDER BY thread_id DESC, checkpoint_ns DESC, checkpoint_id DESC) AS pos ` +
+      `FROM ${checkpoints} WHERE ${where} ORDER BY thread_id DESC, checkpoint_ns DESC, checkpoint_id DESC LIMIT ${limit}) ` +
+      `SELECT 'c' AS kind, pos, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, NULL::text AS channel, ` +
+      `NULL::text AS key, NULL::integer AS idx, NULL::text AS extra, checkpoint_type AS type, checkpoint_data AS data, ` +
+      `checkpoint_chunk AS chunk, metadata_type, metadata_data, metadata_chunk, metadata_json, metadata_json_raw, channel_versions FROM cp ` +
+      `UNION ALL ` +
+      `SELECT 'b', cp.pos, cp.thread_id, cp.checkpoint_ns, cp.checkpoint_id, NULL, b.channel, b.version, NULL, b.base_version, ` +
+      `b.value_type, b.value_data, b.value_chunk, NULL, NULL, NULL, NULL, NULL, NULL ` +
+      `FROM cp CROSS JOIN LATERAL jsonb_each_text(cp.channel_versions) AS v(channel, version) ` +
+      `JOIN ${blobs} b ON b.thread_id = cp.thread_id AND b.checkpoint_ns = cp.checkpoint_ns AND b.channel = v.channel AND b.version = v.version ` +
+      `UNION ALL ` +
+      `SELECT 'w', cp.pos, cp.thread_id, cp.checkpoint_ns, cp.checkpoint_id, NULL, w.channel, w.task_id, w.idx, w.task_path, ` +
+      `w.value_type, w.value_data, w.value_chunk, NULL, NULL, NULL, NULL, NULL, NULL ` +
+      `FROM cp JOIN ${writes} w ON w.thread_id = cp.thread_id AND w.checkpoint_ns = cp.checkpoint_ns AND w.checkpoint_id = cp.checkpoint_id`
+    );
+  }
+}
+
+function checkScope(scope: ThreadScope): void {
+  checkId("thread_id", scope.threadId);
+  checkId("checkpoint_ns", scope.checkpointNs);
+}
+
+function dedupe<T>(items: T[], key: (item: T) => string, keep: "first" | "last"): T[] {
+  const seen = new Map<string, T>();
+  for (const item of items) {
+    const k = key(item);
+    if (keep === "last" || !seen.has(k)) seen.set(k, item);
+  }
+  return seen.size === items.length ? items : [...seen.values()];
+}
+
+/** `type, data, chunk` placeholders of a serialized value. */
+function valueParams(p: Params, value: SerializedValue): string {
+  return `${p.add(value.type)}, ${p.add(buffer(value.data))}, ${p.add(value.chunkRef ? JSON.stringify(value.chunkRef) : null)}::jsonb`;
+}
+
+/** pg sends a Buffer as a binary parameter; a plain Uint8Array would be sent as text. */
+function buffer(data: Uint8Array): Buffer {
+  return Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+}
+
+/** A plain Uint8Array view of pg's Buffer, so callers comparing bytes see the type they stored. */
+function bytes(data: Buffer | null): Uint8Array {
+  return data ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : new Uint8Array(0);
+}
+
+function toValue(row: Pick<ReadRow, "type" | "data" | "chunk">): SerializedValue {
+  const value: SerializedValue = { type: row.type ?? "empty", data: bytes(row.data) };
+  if (row.chunk) value.chunkRef = row.chunk;
+  return value;
+}
+
+function toBlob(row: ReadRow): BlobRecord {
+  const blob: BlobRecord = { channel: row.channel!, version: row.key!, value: toValue(row) };
+  if (row.extra !== null) blob.baseVersion = row.extra;
+  return blob;
+}
+
+function toWrite(row: ReadRow): WriteRecord {
+  return { taskId: row.key!, idx: row.idx!, channel: row.channel!, value: toValue(row), taskPath: row.extra ?? "" };
+}
+
+/** Groups the tagged rows of a read query into checkpoints, in the query's order. */
+function assemble(rows: ReadRow[]): StoredCheckpoint[] {
+  const byPos = new Map<number, StoredCheckpoint>();
+  for (const row of rows) {
+    if (row.kind !== "c") continue;
+    const record: CheckpointRecord = {
+      threadId: row.thread_id,
+      checkpointNs: row.checkpoint_ns,
+      checkpointId: row.checkpoint_id,
+      parentCheckpointId: row.parent_checkpoint_id ?? undefined,
+      checkpoint: toValue(row),
+      metadata: toValue({ type: row.metadata_type, data: row.metadata_data, chunk: row.metadata_chunk }),
+      metadataJson: row.metadata_json_raw
+        ? (JSON.parse(row.metadata_json_raw.toString("utf8")) as Record<string, unknown>)
+        : (row.metadata_json ?? {}),
+      channelVersions: row.channel_versions ?? {},
+    };
+    byPos.set(Number(row.pos), { record, blobs: [], writes: [] });
+  }
+  for (const row of rows) {
+    const stored = byPos.get(Number(row.pos));
+    if (!stored) continue;
+    if (row.kind === "b") stored.blobs.push(toBlob(row));
+    else if (row.kind === "w") stored.writes.push(toWrite(row));
+  }
+  return [...byPos.entries()].sort((a, b) => a[0] - b[0]).map(([, stored]) => stored);
+}
+
+const UNSTORABLE_IN_JSONB = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * jsonb rejects `\u0000` and lone surrogates. Both are replaced by U+FFFD in the indexed copy, and in
+ * filters the same way, so a filter still finds its records (at worst a few more, which core's
+ * re-check drops); the exact JSON is kept beside it for reads.
+ */
+function sanitizeJson(value: unknown): unknown {
+  if (typeof value === "string") return value.replace(UNSTORABLE_IN_JSONB, "\uFFFD");
+  if (Array.isArray(value)) return value.map(sanitizeJson);
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [sanitizeJson(k) as string, sanitizeJson(v)]));
+  }
+  return value;
+}
+
+function storableMetadata(metadata: Record<string, unknown>): { json: string; raw: Buffer | null } {
+  // JSON.stringify escapes NUL and lone surrogates (\u0000, \udc00), so this text is lossless.
+  const exact = JSON.stringify(metadata);
+  if (!needsSanitizing(metadata)) return { json: exact, raw: null };
+  return { json: JSON.stringify(sanitizeJson(metadata)), raw: Buffer.from(exact, "utf8") };
+}
+
+function needsSanitizing(value: unknown): boolean {
+  if (typeof value === "string") return /\u0000|[\uD800-\uDFFF]/.test(value) && value !== sanitizeJson(value);
+  if (Array.isArray(value)) return value.some(needsSanitizing);
+  if (value !== null && typeof value === "object") {
+    return Object.entries(value).some(([k, v]) => needsSanitizing(k) || needsSanitizing(v));
+  }
+  return false;
+}
