@@ -45,7 +45,7 @@ export class SerializationError extends ResumableError {
     super(
       "SERIALIZATION",
       `Cannot serialize ${target}${path ? ` at ${path}` : ""}: ${reason}. ` +
-        `Checkpointed state must be data (JSON values, Uint8Array, Map, Set, Date, LangChain messages); ` +
+        `Checkpointed state must be data (JSON values, Uint8Array, Map, Set, LangChain messages; a Date comes back as its ISO string); ` +
         `keep functions, class instances with behaviour, sockets and clients out of graph state.`,
       { cause },
     );

@@ -1,0 +1,35 @@
+/**
+ * Every contract category, in the order the report lists them. Each is also exported alone, so a
+ * backend can run one while it is being written.
+ *
+ * @module
+ */
+import type { Category } from "../types.js";
+import { badInput } from "./bad-input.js";
+import { deleteThread } from "./delete-thread.js";
+import { deltaHistory } from "./delta-history.js";
+import { durability } from "./durability.js";
+import { graphs } from "./graphs.js";
+import { listPaging } from "./list-paging.js";
+import { metadataFilter } from "./metadata-filter.js";
+import { parallelWrites } from "./parallel-writes.js";
+import { serialization } from "./serialization.js";
+import { writeOrder } from "./write-order.js";
+import { writeRules } from "./write-rules.js";
+
+export { badInput, deleteThread, deltaHistory, durability, graphs, listPaging, metadataFilter, parallelWrites, serialization, writeOrder, writeRules };
+
+/** All contract categories. */
+export const CATEGORIES: readonly Category[] = Object.freeze([
+  writeRules,
+  writeOrder,
+  parallelWrites,
+  deleteThread,
+  listPaging,
+  metadataFilter,
+  serialization,
+  deltaHistory,
+  badInput,
+  graphs,
+  durability,
+]);

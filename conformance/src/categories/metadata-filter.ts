@@ -1,0 +1,109 @@
+import type { RunnableConfig } from "@langchain/core/runnables";
+import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+
+import { checkEqual, collect, idOf, metadata, putCheckpoint, show, threadConfig } from "../helpers.js";
+import type { Category } from "../types.js";
+
+const QUOTE_KEY = `it's a "key" \\ with % and _ and $.dots`;
+const UNICODE_KEY = "ключ 🙂 𝄞";
+const INJECTION = `' OR 1=1 --"; DROP TABLE checkpoints; {"$ne": null}`;
+
+/** Five checkpoints in one thread, with metadata chosen so that every filter below matches a known set. */
+const ROWS: Array<Record<string, unknown>> = [
+  { source: "input", step: -1, user: { id: "u1", tags: ["a", "b"] }, [QUOTE_KEY]: `va"l'ue`, [UNICODE_KEY]: "значение 🙂" },
+  { source: "loop", step: 0, user: { id: "u1", tags: ["a", "b"] }, [QUOTE_KEY]: INJECTION, [UNICODE_KEY]: "другое" },
+  { source: "loop", step: 1, user: { id: "u2", tags: ["b", "a"] }, [QUOTE_KEY]: `va"l'ue`, flag: false, score: 0 },
+  { source: "loop", step: 2, user: { id: "u1", tags: ["a", "b"], extra: { deep: [1, { x: "y" }] } }, flag: true, score: "0" },
+  { source: "update", step: 2, user: { tags: ["a", "b"], id: "u1" }, [UNICODE_KEY]: "значение 🙂", flag: false, score: 0 },
+];
+
+async function fill(saver: BaseCheckpointSaver, thread: string): Promise<string[]> {
+  const ids: string[] = [];
+  let parent: RunnableConfig = threadConfig(thread);
+  for (const [i, extra] of ROWS.entries()) {
+    parent = await putCheckpoint(saver, parent, { i }, { versions: { i: i + 1 }, metadata: metadata(0, extra) });
+    ids.push(idOf(parent));
+  }
+  // A second thread with matching metadata: a filter must not leak across threads.
+  await putCheckpoint(saver, threadConfig(`${thread}-other`), { i: 0 }, { metadata: metadata(0, ROWS[1]) });
+  return ids;
+}
+
+/** Which rows (by index, newest first) a filter must return. */
+const CASES: Array<{ name: string; filter: Record<string, unknown>; rows: number[] }> = [
+  { name: "one key", filter: { source: "loop" }, rows: [3, 2, 1] },
+  { name: "several keys", filter: { source: "loop", step: 1 }, rows: [2] },
+  { name: "a nested object (keys in any order)", filter: { user: { tags: ["a", "b"], id: "u1" } }, rows: [4, 1, 0] },
+  { name: "a nested object inside a nested object", filter: { user: { id: "u1", tags: ["a", "b"], extra: { deep: [1, { x: "y" }] } } }, rows: [3] },
+  { name: "array order matters", filter: { user: { id: "u2", tags: ["b", "a"] } }, rows: [2] },
+  { name: "no match", filter: { source: "fork" }, rows: [] },
+  { name: "a key no checkpoint has", filter: { missing: "x" }, rows: [] },
+  { name: "a key with quotes, backslash, % and _", filter: { [QUOTE_KEY]: `va"l'ue` }, rows: [2, 0] },
+  { name: "an injection attempt as a value", filter: { [QUOTE_KEY]: INJECTION }, rows: [1] },
+  { name: "unicode keys and values", filter: { [UNICODE_KEY]: "значение 🙂" }, rows: [4, 0] },
+  { name: "false is not missing", filter: { flag: false }, rows: [4, 2] },
+  { name: "the number 0 is not the string \"0\"", filter: { score: 0 }, rows: [4, 2] },
+  { name: "several keys, one of them nested", filter: { step: 2, user: { id: "u1", tags: ["a", "b"] } }, rows: [4] },
+];
+
+/** Metadata filters in `list`: deep equality per key, on data that would break naive query building. */
+export const metadataFilter: Category = {
+  id: "metadata-filter",
+  title: "Metadata filters (several keys, nested values, quotes, unicode)",
+  description:
+    "list({ filter }) returns exactly the checkpoints whose metadata deep-equals the filter on every key: several keys, nested objects, no match, quotes, unicode, typed values; with limit, the newest matches.",
+  checks: [
+    {
+      name: "each filter returns exactly the matching checkpoints, newest first",
+      async run(ctx) {
+        const { saver } = await ctx.open();
+        const thread = ctx.threadId();
+        const ids = await fill(saver, thread);
+        const failures: string[] = [];
+        for (const c of CASES) {
+          const got = (await collect(saver.list(threadConfig(thread), { filter: c.filter }))).map((t) => idOf(t.config));
+          const want = c.rows.map((r) => ids[r]!);
+          if (got.join() !== want.join()) {
+            failures.push(`${c.name} ${show(c.filter)}: expected rows ${show(c.rows)}, got rows ${show(got.map((id) => ids.indexOf(id)))}`);
+          }
+        }
+        checkEqual(failures, [], "filters that returned the wrong checkpoints");
+      },
+    },
+    {
+      name: "a filter with a limit returns the newest matches, not the first rows filtered afterwards",
+      async run(ctx) {
+        const { saver } = await ctx.open();
+        const thread = ctx.threadId();
+        const ids = await fill(saver, thread);
+        const got = (await collect(saver.list(threadConfig(thread), { filter: { user: { id: "u1", tags: ["a", "b"] } }, limit: 2 }))).map((t) =>
+          idOf(t.config),
+        );
+        checkEqual(got, [ids[4], ids[1]], "list({ filter: { user }, limit: 2 })");
+      },
+    },
+    {
+      name: "the store's native filter returns exactly the matching records",
+      skipUnless: (info) =>
+        info.kind !== "store"
+          ? "the factory returns a saver, not a CheckpointStore"
+          : info.capabilities.nativeMetadataFilter
+            ? undefined
+            : "the store does not filter natively (capabilities.nativeMetadataFilter is false); core filters instead",
+      async run(ctx) {
+        const opened = await ctx.open();
+        const thread = ctx.threadId();
+        const ids = await fill(opened.saver, thread);
+        const failures: string[] = [];
+        for (const c of CASES) {
+          const got = (await collect(opened.store!.listCheckpoints({ threadId: thread, checkpointNs: "", filter: c.filter }))).map(
+            (r) => r.record.checkpointId,
+          );
+          const want = c.rows.map((r) => ids[r]!);
+          if (got.join() !== want.join()) failures.push(`${c.name}: expected rows ${show(c.rows)}, got ${show(got.map((id) => ids.indexOf(id)))}`);
+        }
+        checkEqual(failures, [], "native filters that returned the wrong records");
+      },
+    },
+  ],
+};

@@ -1,0 +1,302 @@
+// Each contract category must fail when the rule it checks is broken. Every store below is the
+// reference MemoryStore with one rule broken on purpose; the matching category must report "failed"
+// (and memory.test.ts shows the same categories pass on the unbroken store).
+import { MemorySaver } from "@langchain/langgraph-checkpoint";
+import {
+  MemoryStore,
+  type CheckpointStore,
+  type HistoryQuery,
+  type ListCheckpointsQuery,
+  type PutCheckpointRequest,
+  type PutWritesRequest,
+  type StoreCapabilities,
+  type StoredCheckpoint,
+} from "@resumable/core";
+import { describe, expect, it } from "vitest";
+
+import {
+  badInput,
+  deleteThread,
+  deltaHistory,
+  durability,
+  graphs,
+  listPaging,
+  metadataFilter,
+  parallelWrites,
+  probeSubject,
+  runCategory,
+  serialization,
+  toTarget,
+  writeOrder,
+  writeRules,
+  type Category,
+  type ConformanceFactory,
+} from "../src/index.js";
+
+/** A MemoryStore whose methods can be replaced one by one; `inner` is the untouched store. */
+function brokenStore(
+  override: (inner: MemoryStore) => Partial<CheckpointStore>,
+  options: { maxValueBytes?: number; capabilities?: Partial<StoreCapabilities> } = {},
+): ConformanceFactory {
+  return () => {
+    const inner = new MemoryStore({ maxValueBytes: options.maxValueBytes });
+    const replaced = override(inner);
+    const store: CheckpointStore = {
+      capabilities: { ...inner.capabilities, ...options.capabilities },
+      setup: () => inner.setup(),
+      putCheckpoint: (r) => inner.putCheckpoint(r),
+      putWrites: (r) => inner.putWrites(r),
+      getCheckpoint: (s) => inner.getCheckpoint(s),
+      listCheckpoints: (q) => inner.listCheckpoints(q),
+      getHistory: (q) => inner.getHistory(q),
+      getChunks: (t, h) => inner.getChunks(t, h),
+      getBlobs: (s, k) => inner.getBlobs(s, k),
+      deleteThread: (t) => inner.deleteThread(t),
+      close: () => inner.close(),
+      ...replaced,
+    };
+    return store;
+  };
+}
+
+async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const x of iterable) out.push(x);
+  return out;
+}
+
+/** Stores a checkpoint read back from a store again, with its blobs and writes. */
+async function restore(store: MemoryStore, stored: StoredCheckpoint): Promise<void> {
+  await store.putCheckpoint({ record: stored.record, blobs: stored.blobs, chunks: [] });
+  const scope = { threadId: stored.record.threadId, checkpointNs: stored.record.checkpointNs, checkpointId: stored.record.checkpointId };
+  if (stored.writes.length > 0) await store.putWrites({ ...scope, writes: stored.writes, chunks: [], mode: "upsert" });
+}
+
+/** Runs one category on the broken subject: it must fail, with a failed check matching `which`. */
+async function expectFails(category: Category, factory: ConformanceFactory | (() => MemorySaver), which: RegExp): Promise<string[]> {
+  const target = toTarget(factory);
+  const result = await runCategory(target, await probeSubject(target), category);
+  const failed = result.checks.filter((c) => c.status === "failed").map((c) => `${c.name}: ${c.error}`);
+  expect(result.status, `category ${category.id} should fail on this broken store`).toBe("failed");
+  expect(failed.some((f) => which.test(f)), `no failed check matches ${which}; failed: ${failed.join(" | ")}`).toBe(true);
+  return failed;
+}
+
+describe("each category fails on a store that breaks its rule", () => {
+  it("write-rules: putWrites ignores the upsert mode", async () => {
+    const failed = await expectFails(writeRules, brokenStore((inner) => ({ putWrites: (r: PutWritesRequest) => inner.putWrites({ ...r, mode: "ignore" }) })), /INTERRUPT then RESUME/);
+    expect(failed.join("\n")).toMatch(/INTERRUPT/);
+  });
+
+  it("write-rules: putWrites always upserts", async () => {
+    await expectFails(writeRules, brokenStore((inner) => ({ putWrites: (r: PutWritesRequest) => inner.putWrites({ ...r, mode: "upsert" }) })), /retried task keeps its first writes/);
+  });
+
+  it("write-order: the store drops each write's taskPath", async () => {
+    await expectFails(
+      writeOrder,
+      brokenStore((inner) => ({ putWrites: (r: PutWritesRequest) => inner.putWrites({ ...r, writes: r.writes.map((w) => ({ ...w, taskPath: "" })) }) })),
+      /getTuple pendingWrites order/,
+    );
+  });
+
+  it("parallel-writes: concurrent putWrites on one checkpoint lose updates", async () => {
+    await expectFails(
+      parallelWrites,
+      brokenStore((inner) => {
+        const busy = new Set<string>();
+        return {
+          // A read-modify-write without a lock: a call that overlaps another one is lost.
+          async putWrites(r: PutWritesRequest) {
+            const key = `${r.threadId}\0${r.checkpointNs}\0${r.checkpointId}`;
+            if (busy.has(key)) return;
+            busy.add(key);
+            await new Promise((resolve) => setTimeout(resolve, 1));
+            await inner.putWrites(r);
+            busy.delete(key);
+          },
+        };
+      }),
+      /concurrent tasks/,
+    );
+  });
+
+  it("delete-thread: only the root namespace is deleted", async () => {
+    await expectFails(
+      deleteThread,
+      brokenStore((inner) => ({
+        async deleteThread(threadId: string) {
+          const nested = (await collect(inner.listCheckpoints({ threadId }))).filter((s) => s.record.checkpointNs !== "");
+          await inner.deleteThread(threadId);
+          for (const stored of nested) await restore(inner, stored);
+        },
+      })),
+      /every namespace/,
+    );
+  });
+
+  it("delete-thread: threads whose id starts with the deleted one go too", async () => {
+    await expectFails(
+      deleteThread,
+      brokenStore((inner) => ({
+        async deleteThread(threadId: string) {
+          const ids = new Set((await collect(inner.listCheckpoints({}))).map((s) => s.record.threadId));
+          for (const id of ids) if (id.startsWith(threadId)) await inner.deleteThread(id);
+        },
+      })),
+      /extend the deleted one/,
+    );
+  });
+
+  it("delete-thread: blobs outlive the thread", async () => {
+    await expectFails(
+      deleteThread,
+      brokenStore((inner) => ({
+        async deleteThread(threadId: string) {
+          const all = await collect(inner.listCheckpoints({ threadId }));
+          await inner.deleteThread(threadId);
+          // Put the blobs back under a checkpoint nobody lists: what a store that forgets a table does.
+          for (const s of all) await inner.putCheckpoint({ record: { ...s.record, threadId, checkpointNs: s.record.checkpointNs, checkpointId: "" }, blobs: s.blobs, chunks: [] });
+        },
+        async getCheckpoint(scope) {
+          const found = await inner.getCheckpoint(scope);
+          return found?.record.checkpointId === "" ? undefined : found;
+        },
+        async *listCheckpoints(q: ListCheckpointsQuery) {
+          for await (const s of inner.listCheckpoints(q)) if (s.record.checkpointId !== "") yield s;
+        },
+      })),
+      /re-created with the same ids/,
+    );
+  });
+
+  it("list-paging: list yields oldest first", async () => {
+    await expectFails(
+      listPaging,
+      brokenStore((inner) => ({
+        async *listCheckpoints(q: ListCheckpointsQuery) {
+          yield* (await collect(inner.listCheckpoints({ ...q, limit: undefined }))).reverse().slice(0, q.limit);
+        },
+      })),
+      /not newest first/,
+    );
+  });
+
+  it("list-paging: list ignores before", async () => {
+    await expectFails(listPaging, brokenStore((inner) => ({ listCheckpoints: (q: ListCheckpointsQuery) => inner.listCheckpoints({ ...q, before: undefined }) })), /visit every checkpoint exactly once/);
+  });
+
+  it("list-paging: before is inclusive (off by one)", async () => {
+    await expectFails(
+      listPaging,
+      brokenStore((inner) => ({
+        async *listCheckpoints(q: ListCheckpointsQuery) {
+          if (q.before === undefined) return yield* inner.listCheckpoints(q);
+          const at = await inner.getCheckpoint({ threadId: q.threadId!, checkpointNs: q.checkpointNs ?? "", checkpointId: q.before });
+          let left = q.limit;
+          if (at) {
+            yield at;
+            if (left !== undefined) left -= 1;
+          }
+          if (left === 0) return;
+          yield* inner.listCheckpoints({ ...q, limit: left });
+        },
+      })),
+      /before: the 101st newest/,
+    );
+  });
+
+  it("metadata-filter: a native filter that compares nested values by reference", async () => {
+    await expectFails(
+      metadataFilter,
+      brokenStore(
+        (inner) => ({
+          async *listCheckpoints(q: ListCheckpointsQuery) {
+            const { filter, limit, ...rest } = q;
+            let left = limit;
+            for await (const s of inner.listCheckpoints(rest)) {
+              if (filter && !Object.entries(filter).every(([k, v]) => s.record.metadataJson[k] === v)) continue;
+              if (left !== undefined && left-- <= 0) return;
+              yield s;
+            }
+          },
+        }),
+        { capabilities: { nativeMetadataFilter: true } },
+      ),
+      /a nested object/,
+    );
+  });
+
+  it("metadata-filter: a native filter that applies the limit before filtering", async () => {
+    await expectFails(
+      metadataFilter,
+      brokenStore(
+        (inner) => ({
+          async *listCheckpoints(q: ListCheckpointsQuery) {
+            const { filter, ...rest } = q;
+            for await (const s of inner.listCheckpoints(rest)) {
+              const text = (v: unknown) => JSON.stringify(v);
+              if (!filter || Object.entries(filter).every(([k, v]) => text(s.record.metadataJson[k]) === text(v))) yield s;
+            }
+          },
+        }),
+        { capabilities: { nativeMetadataFilter: true } },
+      ),
+      /with a limit returns the newest matches/,
+    );
+  });
+
+  it("serialization: the store loses chunks of large values", async () => {
+    const dropChunks = <T extends { chunks: unknown[] }>(r: T): T => ({ ...r, chunks: r.chunks.slice(0, 1) });
+    await expectFails(
+      serialization,
+      brokenStore(
+        (inner) => ({
+          putCheckpoint: (r: PutCheckpointRequest) => inner.putCheckpoint(dropChunks(r)),
+          putWrites: (r: PutWritesRequest) => inner.putWrites(dropChunks(r)),
+        }),
+        { maxValueBytes: 256 * 1024 },
+      ),
+      /5 MB value/,
+    );
+  });
+
+  it("serialization: the store keeps bytes as UTF-8 text", async () => {
+    const asText = (data: Uint8Array) => new TextEncoder().encode(new TextDecoder().decode(data));
+    await expectFails(
+      serialization,
+      brokenStore((inner) => ({
+        putCheckpoint: (r: PutCheckpointRequest) =>
+          inner.putCheckpoint({ ...r, blobs: r.blobs.map((b) => ({ ...b, value: { ...b.value, data: asText(b.value.data) } })) }),
+      })),
+      /channel "bytes"/,
+    );
+  });
+
+  it("delta-history: getHistory drops the writes of the ancestor that holds the seed", async () => {
+    await expectFails(
+      deltaHistory,
+      brokenStore((inner) => ({
+        async getHistory(q: HistoryQuery) {
+          const { ancestors } = await inner.getHistory(q);
+          return { ancestors: ancestors.map((a) => (a.blobs.some((b) => b.value.type !== "empty") ? { ...a, writes: [] } : a)) };
+        },
+      })),
+      /with the seed's writes/,
+    );
+  });
+
+  it("bad-input: a saver that silently stores functions (LangChain's MemorySaver)", async () => {
+    await expectFails(badInput, () => new MemorySaver(), /non-serializable channel value/);
+  });
+
+  it("graphs: putWrites resolves but keeps nothing of ordinary channels", async () => {
+    const specialOnly = (r: PutWritesRequest) => ({ ...r, writes: r.writes.filter((w) => w.channel.startsWith("__")) });
+    await expectFails(graphs, brokenStore((inner) => ({ putWrites: (r: PutWritesRequest) => inner.putWrites(specialOnly(r)) })), /parallel branch resumes/);
+  });
+
+  it("durability: putWrites resolves but keeps nothing of ordinary channels", async () => {
+    const specialOnly = (r: PutWritesRequest) => ({ ...r, writes: r.writes.filter((w) => w.channel.startsWith("__")) });
+    await expectFails(durability, brokenStore((inner) => ({ putWrites: (r: PutWritesRequest) => inner.putWrites(specialOnly(r)) })), /a failed branch resumes/);
+  });
+});
