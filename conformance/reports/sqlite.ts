@@ -1,21 +1,9 @@
-// The module `pnpm conformance` hands the CLI: the SQLite store on a fresh file database per check.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+// The module `pnpm conformance` hands the CLI: the SQLite store on a file database inside the
+// directory the suite gives each call (a fresh one per contract check, a shared one per crash job).
 import { join } from "node:path";
 import { SqliteStore } from "@resumable/sqlite";
 
-const dirs = new WeakMap<SqliteStore, string>();
-
 export default {
   name: "sqlite",
-  create(): SqliteStore {
-    const dir = mkdtempSync(join(tmpdir(), "resumable-sqlite-"));
-    const store = new SqliteStore(join(dir, "checkpoints.sqlite"));
-    dirs.set(store, dir);
-    return store;
-  },
-  teardown(store: SqliteStore): void {
-    const dir = dirs.get(store);
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  },
+  create: ({ workDir }: { workDir: string }) => new SqliteStore(join(workDir, "checkpoints.sqlite")),
 };

@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 /**
- * `resumable-conformance <module> [--json out.json] [--only a,b] [--no-langchain]`
+ * `resumable-conformance <module> [--json out.json] [--only a,b] [--no-langchain] [--quick] [--no-crash]`
  *
  * Loads a module whose default export is a factory (or `{ name, create, teardown }`), runs the
- * contract categories and LangChain's validation suite on it, prints a report and exits non-zero when
- * anything failed. TypeScript modules are loaded through tsx.
+ * contract categories, LangChain's validation suite and the crash-injection suite on it, prints a
+ * report and exits non-zero when anything failed. TypeScript modules are loaded through tsx.
  *
  * @module
  */
@@ -14,6 +14,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 
 import { runLangchainSection } from "./langchain-section.js";
+import { crashSection } from "./crash-section.js";
 import { EXTRA_SECTIONS } from "./sections.js";
 import { formatReport } from "./report.js";
 import { buildReport, runContractSection, selectCategories } from "./runner.js";
@@ -25,14 +26,18 @@ import type { ConformanceTarget, ReportSection, SubjectInfo } from "./types.js";
 // @ts-ignore
 const here: string = import.meta.url;
 
-const USAGE = `Usage: resumable-conformance <module> [--json <file>] [--only <category,...>] [--no-langchain]
+const USAGE = `Usage: resumable-conformance <module> [options]
 
-  <module>        a .js/.mjs/.ts/.mts file whose default export returns a fresh, empty
-                  CheckpointStore or BaseCheckpointSaver each time it is called
-                  (or an object { name?, create, teardown? })
-  --json <file>   also write the report as JSON
-  --only <ids>    run only these contract categories (comma-separated ids)
-  --no-langchain  skip LangChain's validation suite
+  <module>             a .js/.mjs/.ts/.mts file whose default export, called as ({ workDir }),
+                       returns a CheckpointStore or BaseCheckpointSaver whose data lives in
+                       workDir (a new, empty directory for each contract check; the same one for
+                       every process of a crash job); or an object { name?, create, teardown? }
+  --json <file>        also write the report as JSON
+  --only <ids>         run only these contract categories (comma-separated ids)
+  --no-langchain       skip LangChain's validation suite
+  --quick              crash injection: sample kill points instead of killing after every command
+  --no-crash           skip the crash-injection suite
+  --crash-json <file>  also write the crash matrix (graph x mode x kill point) as JSON
 `;
 
 
@@ -54,7 +59,15 @@ export async function main(argv: string[]): Promise<number> {
     args = parseArgs({
       args: argv,
       allowPositionals: true,
-      options: { json: { type: "string" }, only: { type: "string" }, "no-langchain": { type: "boolean" }, help: { type: "boolean", short: "h" } },
+      options: {
+        json: { type: "string" },
+        only: { type: "string" },
+        "no-langchain": { type: "boolean" },
+        quick: { type: "boolean" },
+        "no-crash": { type: "boolean" },
+        "crash-json": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
     });
   } catch (error) {
     process.stderr.write(`${(error as Error).message}\n\n${USAGE}`);
@@ -103,6 +116,12 @@ export async function main(argv: string[]): Promise<number> {
     sections.push(await runLangchainSection(modulePath, info.name, dirname(fileURLToPath(here))));
   }
   for (const extra of EXTRA_SECTIONS) sections.push(await extra.run({ modulePath, target, info }));
+  if (args.values["no-crash"]) {
+    sections.push({ id: "crash", title: "Crash injection", status: "skipped", reason: "--no-crash was given", categories: [] });
+  } else {
+    const crashJson = args.values["crash-json"];
+    sections.push(await crashSection({ quick: args.values.quick ?? false, jsonPath: crashJson ? resolve(crashJson) : undefined }).run({ modulePath, target, info }));
+  }
   const report = buildReport(info, sections, startedAt, started);
   process.stdout.write(`\n${formatReport(report)}\n`);
   if (args.values.json) writeFileSync(resolve(args.values.json), `${JSON.stringify(report, null, 2)}\n`);

@@ -24,3 +24,5 @@ export { formatReport } from "./report.js";
 export type { SectionRunner } from "./sections.js";
 export { InvalidSubjectError, SubjectPool, isCheckpointSaver, isCheckpointStore, probeSubject, toTarget } from "./subject.js";
 export { ConformanceFailure } from "./helpers.js";
+export * from "./crash/index.js";
+export { crashReportSection, crashSection, type CrashSectionOptions } from "./crash-section.js";

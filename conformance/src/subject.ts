@@ -4,6 +4,9 @@
  * @module
  */
 import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { DEFAULT_CAPABILITIES, ResumableSaver, type CheckpointStore } from "@resumable/core";
 
@@ -56,25 +59,33 @@ export function toTarget(value: unknown, where = "the conformance target"): Conf
 
 /** Opens subjects for checks and closes them afterwards. */
 export class SubjectPool {
-  private readonly opened: Array<{ raw: ConformanceSubject; subject: OpenedSubject }> = [];
+  private readonly opened: Array<{ raw: ConformanceSubject; subject: OpenedSubject; workDir: string }> = [];
 
   constructor(private readonly target: ConformanceTarget) {}
 
   /** Calls the factory, wraps a store in a saver and runs `setup()`. */
   async open(): Promise<OpenedSubject> {
-    const raw = await this.target.create();
+    const workDir = mkdtempSync(join(tmpdir(), "resumable-conformance-"));
+    let raw: ConformanceSubject;
+    try {
+      raw = await this.target.create({ workDir });
+    } catch (error) {
+      rmSync(workDir, { recursive: true, force: true });
+      throw error;
+    }
     let subject: OpenedSubject;
     if (isCheckpointStore(raw)) {
       const saver = new ResumableSaver(raw);
       subject = { saver, store: raw };
-      this.opened.push({ raw, subject });
+      this.opened.push({ raw, subject, workDir });
       await saver.setup();
     } else if (isCheckpointSaver(raw)) {
       subject = { saver: raw, store: undefined };
-      this.opened.push({ raw, subject });
+      this.opened.push({ raw, subject, workDir });
       const setup = (raw as unknown as { setup?: () => unknown }).setup;
       if (typeof setup === "function") await setup.call(raw);
     } else {
+      rmSync(workDir, { recursive: true, force: true });
       throw new InvalidSubjectError(describeValue(raw));
     }
     return subject;
@@ -84,7 +95,7 @@ export class SubjectPool {
   async closeAll(): Promise<void> {
     const errors: unknown[] = [];
     while (this.opened.length > 0) {
-      const { raw, subject } = this.opened.pop()!;
+      const { raw, subject, workDir } = this.opened.pop()!;
       try {
         if (subject.store) await subject.store.close();
         else await closeSaver(subject.saver);
@@ -97,6 +108,7 @@ export class SubjectPool {
       } catch (error) {
         errors.push(error);
       }
+      rmSync(workDir, { recursive: true, force: true });
     }
     if (errors.length > 0) throw errors[0];
   }

@@ -10,11 +10,24 @@ import type { CheckpointStore, StoreCapabilities } from "@resumable/core";
 /** What a factory may return: a {@link CheckpointStore} (wrapped in a `ResumableSaver`) or any saver. */
 export type ConformanceSubject = CheckpointStore | BaseCheckpointSaver;
 
+/** What the suite hands a factory each time it calls it. */
+export interface FactoryContext {
+  /**
+   * A directory for the store's files. The contract suite gives every call a new, empty one (removed
+   * after the check), so a file-based store opened inside it starts empty. The crash-injection suite
+   * gives every process of one crash job the same one, so that the resuming process opens the
+   * database the killed one wrote. A server-based store may use it to name its database or schema,
+   * or ignore it.
+   */
+  workDir: string;
+}
+
 /**
  * Returns a fresh, empty store or saver each time the suite asks. Every check opens its own, so
- * checks never see each other's data.
+ * checks never see each other's data. One factory serves both the contract suite and the crash
+ * suite when it keeps its data inside `context.workDir`.
  */
-export type ConformanceFactory = () => ConformanceSubject | Promise<ConformanceSubject>;
+export type ConformanceFactory = (context: FactoryContext) => ConformanceSubject | Promise<ConformanceSubject>;
 
 /**
  * The full form of what a module hands the CLI (its default export) or {@link runConformance}: a

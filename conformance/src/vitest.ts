@@ -5,6 +5,7 @@
  */
 import { beforeAll, describe, it } from "vitest";
 
+import { formatCrashReport, runCrashSuite } from "./crash/index.js";
 import { registerLangchainValidation } from "./langchain.js";
 import { executeCheck, selectCategories } from "./runner.js";
 import { probeSubject, toTarget } from "./subject.js";
@@ -22,6 +23,12 @@ export interface RunConformanceOptions {
   langchain?: boolean;
   /** Timeout of each test, in ms. Default 120 000 (a remote database may be slow). */
   timeout?: number;
+  /**
+   * The crash-injection suite. Its child processes load the factory from a module, so pass the path of
+   * a module that default-exports the same factory (`({ workDir }) => store`). Without it the suite is
+   * reported as skipped, with that reason; `false` leaves it out.
+   */
+  crash?: { factoryModule: string; quick?: boolean | number; timeout?: number } | false;
 }
 
 /**
@@ -68,6 +75,33 @@ export function runConformance(factory: ConformanceFactory | ConformanceTarget, 
     }
     if (options.langchain !== false) {
       describe("langchain-validation", () => registerLangchainValidation(target, name));
+    }
+    if (options.crash !== false) {
+      const crash = options.crash;
+      describe("crash-injection", () => {
+        it(
+          "survives SIGKILL after every database command in every graph and durability mode, then resumes",
+          async (ctx) => {
+            if (!crash) {
+              const reason = "the crash suite needs the factory as a module path (options.crash.factoryModule) for its child processes";
+              console.info(`[resumable-conformance] skipped crash-injection: ${reason}`);
+              ctx.skip(reason);
+              return;
+            }
+            const report = await runCrashSuite({ factoryModule: crash.factoryModule, quick: crash.quick ?? false, storeName: name });
+            console.info(formatCrashReport(report));
+            if (!report.applicable) {
+              ctx.skip(`not applicable: ${report.reason ?? "the store cannot outlive its process"}`);
+              return;
+            }
+            const failures = report.cells.filter((c) => c.status === "fail").flatMap((c) => c.messages);
+            if (failures.length > 0) {
+              throw new Error(`${failures.length} crash-injection failures:\n${failures.slice(0, 20).join("\n")}`);
+            }
+          },
+          crash ? (crash.timeout ?? 30 * 60_000) : timeout,
+        );
+      });
     }
   });
 }

@@ -57,17 +57,24 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 describe("resumable-conformance", () => {
   it("runs the example store and prints a passing report, with LangChain's suite", { timeout: 300_000 }, () => {
     const json = join(tmp, "report.json");
-    const result = run(["./src/conformance.ts", "--only", "write-rules,delete-thread", "--json", json]);
+    const crashJson = join(tmp, "crash.json");
+    const result = run(["./src/conformance.ts", "--only", "write-rules,delete-thread", "--json", json, "--quick", "--crash-json", crashJson]);
     expect(result.stderr).not.toMatch(/resumable-conformance: /);
     expect(result.stdout).toContain("Resumable conformance report: json-file (CheckpointStore)");
     expect(result.stdout).toMatch(/PASS {2}write-rules/);
     expect(result.stdout).toMatch(/PASS {2}delete-thread/);
     expect(result.stdout).toMatch(/LangChain validation suite .*: PASSED \(\d{3} passed, 0 failed/);
+    expect(result.stdout).toMatch(/Crash injection .*: PASSED \(\d+ kill points passed, 0 failed, sampled/);
+    expect(result.stdout).toMatch(/PASS {2}crash:interrupt/);
     expect(result.stdout).toContain("Result: PASSED");
     expect(result.status).toBe(0);
     const report = JSON.parse(readFileSync(json, "utf8"));
     expect(report.status).toBe("passed");
-    expect(report.sections.map((s: { id: string }) => s.id)).toEqual(["contract", "langchain"]);
+    expect(report.sections.map((s: { id: string }) => s.id)).toEqual(["contract", "langchain", "crash"]);
+    const matrix = JSON.parse(readFileSync(crashJson, "utf8"));
+    expect(matrix.store).toBe("json-file");
+    expect(matrix.rows).toHaveLength(18);
+    expect(matrix.cells.every((c: { status: string }) => c.status === "pass")).toBe(true);
   });
 
   it("reports the broken rule and exits 1 on a broken store", { timeout: 300_000 }, () => {
@@ -75,6 +82,9 @@ describe("resumable-conformance", () => {
     expect(result.stdout).toMatch(/FAIL {2}write-rules/);
     expect(result.stdout).toContain("INTERRUPT then RESUME");
     expect(result.stdout).toContain("skipped: --no-langchain was given");
+    // An in-memory store cannot outlive a crash: the report says so, and never that it passed.
+    expect(result.stdout).toMatch(/Crash injection .*: SKIPPED \(not applicable\)/);
+    expect(result.stdout).toMatch(/skipped: not applicable: .* does not outlive its process/);
     expect(result.stdout).toContain("Result: FAILED");
     expect(result.status).toBe(1);
   });
