@@ -1,0 +1,102 @@
+/** The shape of `bench/results/<name>.json`. @module */
+import type { BenchConfig, Durability } from "./config.js";
+import type { StateKind } from "./graphs.js";
+import type { Summary } from "./stats.js";
+
+/** One backend's place in the run. */
+export interface BackendResult {
+  id: string;
+  label: string;
+  owner: "resumable" | "langchain";
+  database: string;
+  status: "ran" | "unavailable" | "failed" | "not selected";
+  /** Why it did not run, or what failed. */
+  reason?: string;
+  /** Facts about its database: versions, fsync, journal mode. */
+  notes: string[];
+}
+
+/** Bytes stored by one thread of `turns` turns. */
+export interface GrowthPoint {
+  backend: string;
+  state: StateKind;
+  turns: number;
+  /** Raw message text written so far: the floor no saver can go under. */
+  rawBytes: number;
+  logicalBytes: number;
+  /** `null` for in-memory savers. */
+  physicalBytes: number | null;
+  /** True when extrapolated from shorter threads instead of written (plain reducer, long threads). */
+  estimated: boolean;
+  /** Wall time to write the turns since the previous point, per turn, in ms (durability `sync`). */
+  msPerTurn: number | null;
+}
+
+/** `getState` on a `DeltaChannel` thread `depth` turns deep. */
+export interface ReadPoint {
+  backend: string;
+  state: StateKind;
+  depth: number;
+  latencyMs: Summary;
+  /** Database round trips of one `getState`; `null` where there is no database to count. */
+  roundTrips: number | null;
+  /** Messages `getState` returned (a check that the thread was rebuilt whole). */
+  messages: number;
+}
+
+/** Step latency of the 20-node chain, one backend, one state size, one durability mode. */
+export interface LatencyPoint {
+  backend: string;
+  stateBytes: number;
+  durability: Durability;
+  /** Time per step with the saver. */
+  perStepMs: Summary;
+  /** Time per step of the same graph without a checkpointer, in the same repetition. */
+  baselinePerStepMs: Summary;
+  /** Per-step time with the saver minus without, per repetition. */
+  saverShareMs: Summary;
+  /** The database's floor operation (empty committed transaction, SELECT 1), per repetition. */
+  floorMs: Summary | null;
+  floorLabel: string | null;
+  /** A committed one-row insert: a commit that reaches the disk. */
+  writeFloorMs: Summary | null;
+  /** Saver's share per step divided by the floor, per repetition. */
+  shareOverFloor: Summary | null;
+  shareOverWriteFloor: Summary | null;
+}
+
+/** Direct saver calls per second. */
+export interface OpsPoint {
+  backend: string;
+  op: "put" | "putWrites" | "getTuple";
+  perSecond: Summary;
+  valueBytes: number;
+}
+
+/** A target from the issue, against the measured figure. */
+export interface TargetCheck {
+  target: string;
+  backend: string;
+  measured: string;
+  /** `null` when it could not be measured (e.g. no round trips to count). */
+  met: boolean | null;
+}
+
+/** Everything one run produced. */
+export interface BenchResults {
+  name: string;
+  startedAt: string;
+  finishedAt: string;
+  config: BenchConfig;
+  machine: Record<string, string>;
+  backends: BackendResult[];
+  growth: GrowthPoint[];
+  reads: ReadPoint[];
+  latency: LatencyPoint[];
+  ops: OpsPoint[];
+  targets: TargetCheck[];
+  /** What the reader must know about figures that are missing or bounded (e.g. a time budget hit). */
+  notes: string[];
+  /** Failures that did not stop the run. */
+  errors: string[];
+}

@@ -1,0 +1,281 @@
+/**
+ * The four measurements: growth (with reads on the way), step latency, and direct operations.
+ *
+ * @module
+ */
+import { emptyCheckpoint, type Checkpoint } from "@langchain/langgraph-checkpoint";
+import type { BackendInstance, BackendSpec, BenchContext } from "./backends.js";
+import type { BenchConfig, Durability } from "./config.js";
+import { CHAIN_LENGTH, STATE_LABEL, chainGraph, chatGraph, conversationGraph, userMessage, type StateKind } from "./graphs.js";
+import { chatTurns, createRng, randomText, type Turn } from "./payload.js";
+import type { GrowthPoint, LatencyPoint, OpsPoint, ReadPoint } from "./results.js";
+import { nowMs, summarize } from "./stats.js";
+
+/** Reports what is running now. */
+export type Progress = (detail: string) => void;
+
+function sortedUnique(values: number[]): number[] {
+  return [...new Set(values)].sort((a, b) => a - b);
+}
+
+/**
+ * Fits `bytes = a*T^2 + b*T` (least squares, through the origin) to the measured points and
+ * evaluates it at `turns`: the plain reducer stores the whole list at every step, so its bytes grow
+ * with the square of the thread's length.
+ */
+export function extrapolateQuadratic(points: Array<{ turns: number; bytes: number }>, turns: number): number {
+  let s4 = 0, s3 = 0, s2 = 0, y2 = 0, y1 = 0;
+  for (const { turns: t, bytes } of points) {
+    s4 += t ** 4;
+    s3 += t ** 3;
+    s2 += t ** 2;
+    y2 += bytes * t * t;
+    y1 += bytes * t;
+  }
+  const det = s4 * s2 - s3 * s3;
+  if (points.length < 2 || det === 0) {
+    const last = points[points.length - 1];
+    return last ? (last.bytes * turns * turns) / (last.turns * last.turns) : Number.NaN;
+  }
+  const a = (y2 * s2 - s3 * y1) / det;
+  const b = (s4 * y1 - s3 * y2) / det;
+  return a * turns * turns + b * turns;
+}
+
+/**
+ * Writes one chat thread turn by turn under durability `sync`, measuring the database's bytes at each
+ * sample point and, on the `DeltaChannel` thread, `getState` latency and round trips at each read depth.
+ */
+export async function runGrowth(
+  spec: BackendSpec,
+  ctx: BenchContext,
+  config: BenchConfig,
+  state: StateKind,
+  progress: Progress,
+): Promise<{ growth: GrowthPoint[]; reads: ReadPoint[]; notes: string[] }> {
+  const reported = sortedUnique(config.growthTurns);
+  const maxTurns = state === "plain" ? Math.min(config.plainMaxTurns, reported[reported.length - 1]!) : reported[reported.length - 1]!;
+  const samples = sortedUnique([...config.growthTurns, ...config.curveTurns]).filter((t) => t <= maxTurns);
+  if (!samples.includes(maxTurns)) samples.push(maxTurns);
+  const readDepths = state !== "plain" ? new Set(config.readDepths.filter((d) => d <= maxTurns)) : new Set<number>();
+  const turns: Turn[] = chatTurns(config.seed, maxTurns, config.messageBytes);
+  const instance = await spec.open(ctx, `growth_${spec.id}_${state}`);
+  const growth: GrowthPoint[] = [];
+  const reads: ReadPoint[] = [];
+  const notes: string[] = [];
+  const threadStart = nowMs();
+  try {
+    const graph = chatGraph(state, turns, instance.saver);
+    let target = 0;
+    const conversation = conversationGraph(turns, () => target, instance.saver);
+    const threadId = `growth-${state}`;
+    const runConfig = { configurable: { thread_id: threadId }, durability: "sync" as const };
+    let written = 0;
+    for (const sample of samples) {
+      const spent = (nowMs() - threadStart) / 1000;
+      if (spent > config.growthBudgetSec) {
+        notes.push(
+          `${spec.label}, ${STATE_LABEL[state]}: stopped after ${written} turns, past the time budget of ` +
+            `${config.growthBudgetSec} s for one growth thread (${spent.toFixed(0)} s spent; ${((spent * 1000) / Math.max(1, written)).toFixed(0)} ms per turn on average).`,
+        );
+        break;
+      }
+      const start = nowMs();
+      const from = written;
+      if (state === "delta-nosnap") {
+        target = sample;
+        progress(`${STATE_LABEL[state]}, turns ${from + 1}-${sample} in one run`);
+        await conversation.invoke({ messages: [] }, { ...runConfig, recursionLimit: 2 * (sample - from) + 10 });
+        written = sample;
+      }
+      while (written < sample) {
+        await graph.invoke({ messages: [userMessage(turns[written]!, written)] }, runConfig);
+        written += 1;
+        if (written % 10 === 0 || written === sample) progress(`${STATE_LABEL[state]}, turn ${written}/${maxTurns}`);
+      }
+      const elapsed = nowMs() - start;
+      const bytes = await instance.measureBytes();
+      growth.push({
+        backend: spec.id,
+        state,
+        turns: sample,
+        rawBytes: sample * 2 * config.messageBytes,
+        logicalBytes: bytes.logical,
+        physicalBytes: bytes.physical,
+        estimated: false,
+        msPerTurn: sample > from ? elapsed / (sample - from) : null,
+      });
+      if (readDepths.has(sample)) {
+        progress(`getState at depth ${sample}`);
+        reads.push({ state, ...(await measureRead(spec.id, instance, state === "delta-nosnap" ? conversation : graph, threadId, sample, config.readReps)) });
+      }
+    }
+    if (state === "plain") {
+      for (const target of reported.filter((t) => !growth.some((g) => g.turns === t))) {
+        const measured = growth.filter((g) => g.turns >= 10);
+        const fit = (key: "logicalBytes" | "physicalBytes") =>
+          extrapolateQuadratic(measured.filter((g) => g[key] !== null).map((g) => ({ turns: g.turns, bytes: g[key]! })), target);
+        growth.push({
+          backend: spec.id,
+          state,
+          turns: target,
+          rawBytes: target * 2 * config.messageBytes,
+          logicalBytes: Math.round(fit("logicalBytes")),
+          physicalBytes: growth[0]?.physicalBytes === null ? null : Math.round(fit("physicalBytes")),
+          estimated: true,
+          msPerTurn: null,
+        });
+      }
+    }
+  } finally {
+    await instance.close();
+  }
+  return { growth, reads, notes };
+}
+
+async function measureRead(
+  backend: string,
+  instance: BackendInstance,
+  graph: { getState(config: { configurable: Record<string, unknown> }): Promise<{ values: unknown }> },
+  threadId: string,
+  depth: number,
+  reps: number,
+): Promise<Omit<ReadPoint, "state">> {
+  const config = { configurable: { thread_id: threadId } };
+  await graph.getState(config); // warm-up: statement caches, JIT
+  const samples: number[] = [];
+  let messages = 0;
+  for (let i = 0; i < reps; i += 1) {
+    const start = nowMs();
+    const snapshot = await graph.getState(config);
+    samples.push(nowMs() - start);
+    messages = (snapshot.values as { messages?: unknown[] }).messages?.length ?? 0;
+  }
+  let roundTrips: number | null = null;
+  if (instance.roundTrips) {
+    instance.roundTrips.start();
+    await graph.getState(config);
+    roundTrips = instance.roundTrips.stop();
+  }
+  return { backend, depth, latencyMs: summarize(samples), roundTrips, messages };
+}
+
+async function timeMs(fn: () => Promise<unknown>): Promise<number> {
+  const start = nowMs();
+  await fn();
+  return nowMs() - start;
+}
+
+async function medianOf(count: number, fn: () => unknown): Promise<number> {
+  const samples: number[] = [];
+  for (let i = 0; i < count; i += 1) {
+    const start = nowMs();
+    await fn();
+    samples.push(nowMs() - start);
+  }
+  return summarize(samples).median;
+}
+
+/**
+ * Step latency: per repetition, the chain without a checkpointer, the chain with the saver on a new
+ * thread, and the database's floor, back to back, so each ratio is taken within one repetition.
+ */
+export async function runLatency(spec: BackendSpec, ctx: BenchContext, config: BenchConfig, progress: Progress): Promise<LatencyPoint[]> {
+  const instance = await spec.open(ctx, `latency_${spec.id}`);
+  const points: LatencyPoint[] = [];
+  try {
+    const withSaver = chainGraph(instance.saver);
+    const without = chainGraph(undefined);
+    const rng = createRng(config.seed ^ 0x1a7e);
+    let thread = 0;
+    for (const stateBytes of config.latency.stateBytes) {
+      const input = { payload: randomText(rng, stateBytes), step: -1 };
+      for (const durability of config.latency.modes) {
+        const run = (graph: typeof withSaver, mode: Durability) => {
+          thread += 1;
+          return graph.invoke(input, { configurable: { thread_id: `latency-${thread}` }, durability: mode });
+        };
+        for (let i = 0; i < config.latency.warmup; i += 1) {
+          await run(without, durability);
+          await run(withSaver, durability);
+        }
+        const perStep: number[] = [], baseline: number[] = [], share: number[] = [];
+        const floors: number[] = [], writeFloors: number[] = [], overFloor: number[] = [], overWrite: number[] = [];
+        for (let r = 0; r < config.latency.reps; r += 1) {
+          progress(`${stateBytes >= 1024 ? `${stateBytes / 1024} KB` : `${stateBytes} B`} state, ${durability}, run ${r + 1}/${config.latency.reps}`);
+          const base = (await timeMs(() => run(without, durability))) / CHAIN_LENGTH;
+          const step = (await timeMs(() => run(withSaver, durability))) / CHAIN_LENGTH;
+          baseline.push(base);
+          perStep.push(step);
+          share.push(step - base);
+          if (instance.floor) {
+            const floor = await medianOf(config.latency.floorOps, instance.floor.op);
+            const writeFloor = await medianOf(Math.max(5, Math.floor(config.latency.floorOps / 5)), instance.floor.writeOp);
+            floors.push(floor);
+            writeFloors.push(writeFloor);
+            overFloor.push((step - base) / floor);
+            overWrite.push((step - base) / writeFloor);
+          }
+        }
+        points.push({
+          backend: spec.id,
+          stateBytes,
+          durability,
+          perStepMs: summarize(perStep),
+          baselinePerStepMs: summarize(baseline),
+          saverShareMs: summarize(share),
+          floorMs: instance.floor ? summarize(floors) : null,
+          floorLabel: instance.floor?.label ?? null,
+          writeFloorMs: instance.floor ? summarize(writeFloors) : null,
+          shareOverFloor: instance.floor ? summarize(overFloor) : null,
+          shareOverWriteFloor: instance.floor ? summarize(overWrite) : null,
+        });
+      }
+    }
+  } finally {
+    await instance.close();
+  }
+  return points;
+}
+
+function checkpointAt(index: number, value: string): Checkpoint {
+  // Zero-padded ids sort as strings in the order they were written, as LangGraph's uuid6 ids do.
+  const id = `00000000-0000-6000-8000-${index.toString(16).padStart(12, "0")}`;
+  return { ...emptyCheckpoint(), id, ts: new Date(0).toISOString(), channel_values: { payload: value }, channel_versions: { payload: index + 1 } };
+}
+
+/**
+ * Direct saver calls: `count` puts (each a new checkpoint with a new value of one channel), `count`
+ * getTuples of the newest checkpoint, `count` putWrites (one write each, distinct tasks) on it.
+ */
+export async function runOps(spec: BackendSpec, ctx: BenchContext, config: BenchConfig, progress: Progress): Promise<OpsPoint[]> {
+  const instance = await spec.open(ctx, `ops_${spec.id}`);
+  const { count, reps, valueBytes } = config.ops;
+  const rates: Record<OpsPoint["op"], number[]> = { put: [], putWrites: [], getTuple: [] };
+  try {
+    const saver = instance.saver;
+    const value = randomText(createRng(config.seed ^ 0x0b5), valueBytes);
+    for (let r = 0; r < reps; r += 1) {
+      const threadId = `ops-${r}`;
+      let parent = { configurable: { thread_id: threadId, checkpoint_ns: "" } } as { configurable: Record<string, unknown> };
+      progress(`put, run ${r + 1}/${reps}`);
+      let start = nowMs();
+      for (let i = 0; i < count; i += 1) {
+        parent = (await saver.put(parent, checkpointAt(i, value), { source: "loop", step: i, parents: {} }, { payload: i + 1 })) as typeof parent;
+      }
+      rates.put.push((count * 1000) / (nowMs() - start));
+      progress(`getTuple, run ${r + 1}/${reps}`);
+      const latest = { configurable: { thread_id: threadId, checkpoint_ns: "" } };
+      start = nowMs();
+      for (let i = 0; i < count; i += 1) await saver.getTuple(latest);
+      rates.getTuple.push((count * 1000) / (nowMs() - start));
+      progress(`putWrites, run ${r + 1}/${reps}`);
+      start = nowMs();
+      for (let i = 0; i < count; i += 1) await saver.putWrites(parent, [["payload", value]], `task-${i}`);
+      rates.putWrites.push((count * 1000) / (nowMs() - start));
+    }
+  } finally {
+    await instance.close();
+  }
+  return (Object.keys(rates) as Array<OpsPoint["op"]>).map((op) => ({ backend: spec.id, op, perSecond: summarize(rates[op]), valueBytes }));
+}
