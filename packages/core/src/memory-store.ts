@@ -141,10 +141,12 @@ export class MemoryStore implements CheckpointStore {
     const ancestors: HistoryAncestor[] = [];
     if (!thread || !checkpoints) return { ancestors };
     const wanted = new Set(query.channels);
+    // Channels still looking for their seed; the walk stops once every one has found it.
+    const unseeded = new Set(query.channels);
     const blobs = thread.blobs.get(query.checkpointNs);
     let id = checkpoints.get(query.checkpointId)?.parentCheckpointId;
     const seen = new Set<string>();
-    while (id !== undefined && !seen.has(id)) {
+    while (id !== undefined && !seen.has(id) && unseeded.size > 0) {
       seen.add(id);
       const record = checkpoints.get(id);
       if (!record) break;
@@ -153,6 +155,7 @@ export class MemoryStore implements CheckpointStore {
         const version = record.channelVersions[channel];
         const blob = version === undefined ? undefined : blobs?.get(blobKey(channel, version));
         if (blob) ancestorBlobs.push(cloneBlob(blob));
+        if (blob && blob.value.type !== "empty") unseeded.delete(channel);
       }
       const writes = [...(thread.writes.get(query.checkpointNs)?.get(id)?.values() ?? [])]
         .filter((w) => wanted.has(w.channel))
