@@ -9,7 +9,7 @@ import type { BenchConfig, Durability } from "./config.js";
 import { CHAIN_LENGTH, STATE_LABEL, chainGraph, chatGraph, conversationGraph, userMessage, type StateKind } from "./graphs.js";
 import { chatTurns, createRng, randomText, type Turn } from "./payload.js";
 import type { GrowthPoint, LatencyPoint, OpsPoint, ReadPoint } from "./results.js";
-import { nowMs, summarize } from "./stats.js";
+import { medianTime, nowMs, summarize } from "./stats.js";
 
 /** Reports what is running now. */
 export type Progress = (detail: string) => void;
@@ -166,16 +166,6 @@ async function timeMs(fn: () => Promise<unknown>): Promise<number> {
   return nowMs() - start;
 }
 
-async function medianOf(count: number, fn: () => unknown): Promise<number> {
-  const samples: number[] = [];
-  for (let i = 0; i < count; i += 1) {
-    const start = nowMs();
-    await fn();
-    samples.push(nowMs() - start);
-  }
-  return summarize(samples).median;
-}
-
 /**
  * Step latency: per repetition, the chain without a checkpointer, the chain with the saver on a new
  * thread, and the database's floor, back to back, so each ratio is taken within one repetition.
@@ -209,8 +199,8 @@ export async function runLatency(spec: BackendSpec, ctx: BenchContext, config: B
           perStep.push(step);
           share.push(step - base);
           if (instance.floor) {
-            const floor = await medianOf(config.latency.floorOps, instance.floor.op);
-            const writeFloor = await medianOf(Math.max(5, Math.floor(config.latency.floorOps / 5)), instance.floor.writeOp);
+            const floor = await medianTime(config.latency.floorOps, instance.floor.op);
+            const writeFloor = await medianTime(Math.max(5, Math.floor(config.latency.floorOps / 5)), instance.floor.writeOp);
             floors.push(floor);
             writeFloors.push(writeFloor);
             overFloor.push((step - base) / floor);
