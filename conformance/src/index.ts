@@ -26,3 +26,4 @@ export { InvalidSubjectError, SubjectPool, isCheckpointSaver, isCheckpointStore,
 export { ConformanceFailure } from "./helpers.js";
 export * from "./crash/index.js";
 export { crashReportSection, crashSection, type CrashSectionOptions } from "./crash-section.js";
+export * as records from "./records.js";

@@ -1,4 +1,4 @@
-import type { BlobRecord, CheckpointRecord, SerializedValue, WriteRecord } from "@resumable/core";
+import { records } from "@resumable/conformance";
 import { createTestDatabase, type TestDatabase } from "@resumable/test-servers";
 import pg from "pg";
 
@@ -59,37 +59,9 @@ export function countingPool(inner: PostgresPool): { pool: PostgresPool; count: 
   return { pool, sql, count: () => sql.length, reset: () => void sql.splice(0) };
 }
 
-export const text = (s: string): Uint8Array => new TextEncoder().encode(s);
-export const json = (value: unknown): SerializedValue => ({ type: "json", data: text(JSON.stringify(value)) });
-export const empty = (): SerializedValue => ({ type: "empty", data: new Uint8Array(0) });
-
-export function record(threadId: string, checkpointId: string, extra: Partial<CheckpointRecord> = {}): CheckpointRecord {
-  return {
-    threadId,
-    checkpointNs: "",
-    checkpointId,
-    parentCheckpointId: undefined,
-    checkpoint: json({ id: checkpointId }),
-    metadata: json({ step: 0 }),
-    metadataJson: { source: "loop", step: 0 },
-    channelVersions: {},
-    ...extra,
-  };
-}
-
-export function blob(channel: string, version: string, value: SerializedValue = json(`${channel}@${version}`)): BlobRecord {
-  return { channel, version, value };
-}
-
-export function write(taskId: string, idx: number, channel: string, value: unknown, taskPath = ""): WriteRecord {
-  return { taskId, idx, channel, value: json(value), taskPath };
-}
-
-/** Checkpoint ids that sort as strings in creation order. */
-export const cid = (i: number): string => `cp-${String(i).padStart(6, "0")}`;
-
 let counter = 0;
 /** A thread id no other test uses. */
 export const threadId = (label = "t"): string => `${label}-${process.pid}-${++counter}-${Math.random().toString(36).slice(2, 8)}`;
 
-export const decode = (value: SerializedValue): unknown => JSON.parse(new TextDecoder().decode(value.data));
+// Record builders shared with every backend's store-level tests.
+export const { text, json, empty, record, blob, write, cid, decode } = records;
