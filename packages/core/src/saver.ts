@@ -113,6 +113,20 @@ export class ResumableSaver extends BaseCheckpointSaver {
     await this.store.setup();
   }
 
+  /**
+   * Runs {@link setup} and returns this saver; if setup fails, closes the store before rethrowing, so
+   * a failed `connect()` leaves no connection open. Backends' `connect()` helpers end with it.
+   */
+  async ready(): Promise<this> {
+    try {
+      await this.setup();
+    } catch (error) {
+      await this.close();
+      throw error;
+    }
+    return this;
+  }
+
   /** Closes the store's own connections. */
   async close(): Promise<void> {
     await this.store.close();
@@ -195,7 +209,8 @@ export class ResumableSaver extends BaseCheckpointSaver {
       parentCheckpointId,
       checkpoint: splitIfLarge(await serializeValue(this.serde, bare, "the checkpoint", this.maxValueBytes), limit, chunks),
       metadata: splitIfLarge(await serializeValue(this.serde, metadata, "the checkpoint metadata", this.maxValueBytes), limit, chunks),
-      metadataJson: canonicalJson(jsonSafe(metadata)) as Record<string, unknown>,
+      // The metadata was serialized above, so it holds no cycle or bigint: canonical JSON needs no guard.
+      metadataJson: canonicalJson(metadata) as Record<string, unknown>,
       channelVersions: Object.fromEntries(Object.entries(checkpoint.channel_versions ?? {}).map(([k, v]) => [k, String(v)])),
     };
     // A checkpoint must never become durable before the writes this process issued for the steps
@@ -468,13 +483,4 @@ function describe(value: unknown): string {
   if (Array.isArray(value)) return "an array";
   if (typeof value === "string") return value.length > 60 ? `a string of ${value.length} characters` : JSON.stringify(value);
   return typeof value === "object" ? "an object" : `${typeof value} ${String(value)}`;
-}
-
-/** Metadata through JSON, for the filterable copy; values JSON cannot hold are dropped from it only. */
-function jsonSafe(value: unknown): unknown {
-  try {
-    return JSON.parse(JSON.stringify(value, (_key, v: unknown) => (typeof v === "bigint" ? v.toString() : v)) ?? "null");
-  } catch {
-    return {};
-  }
 }
