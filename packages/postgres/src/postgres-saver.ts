@@ -46,14 +46,6 @@ export class PostgresSaver extends ResumableSaver {
    */
   static async connect(connectionString: string, options: PostgresSaverConnectOptions = {}): Promise<PostgresSaver> {
     const saver = new PostgresSaver(await PostgresStore.connect(connectionString, options), options);
-    if (options.setup !== false) {
-      try {
-        await saver.setup();
-      } catch (error) {
-        await saver.close();
-        throw error;
-      }
-    }
-    return saver;
+    return options.setup === false ? saver : saver.ready();
   }
 }

@@ -41,13 +41,6 @@ export class SqliteSaver extends ResumableSaver {
 
   /** Opens the database, creates or migrates its tables, and returns a saver ready to use. */
   static async connect(database: string | SqliteDatabase, options: SqliteSaverOptions = {}): Promise<SqliteSaver> {
-    const saver = new SqliteSaver(database, options);
-    try {
-      await saver.setup();
-    } catch (error) {
-      await saver.close();
-      throw error;
-    }
-    return saver;
+    return new SqliteSaver(database, options).ready();
   }
 }
