@@ -5,7 +5,15 @@
  *
  * @module
  */
-export { TestServerUnavailableError, dockerAvailable, freePort, inCi } from "./common.js";
+export {
+  CACHE_DIR_ENV,
+  TestServerUnavailableError,
+  cacheDir,
+  dockerAvailable,
+  freePort,
+  inCi,
+  type ServerSource,
+} from "./common.js";
 export {
   POSTGRES_BIN_ENV,
   POSTGRES_PROVIDE_KEY,
@@ -21,3 +29,24 @@ export {
   type TestDatabase,
   type TestSchema,
 } from "./postgres.js";
+export {
+  REDIS_BIN_ENV,
+  REDIS_CLUSTER_NODES_ENV,
+  REDIS_CLUSTER_PROVIDE_KEY,
+  REDIS_PROVIDE_KEY,
+  REDIS_URL_ENV,
+  findRedis,
+  findRedisBinaries,
+  findRedisCluster,
+  formatRedisClusterNodes,
+  getRedis,
+  getRedisCluster,
+  redisCommand,
+  redisKeyPrefix,
+  startDisposableRedis,
+  startRedisCluster,
+  type DisposableRedisServer,
+  type RedisCluster,
+  type RedisClusterNode,
+  type RedisServer,
+} from "./redis.js";
