@@ -36,10 +36,10 @@ import {
 /** A MemoryStore whose methods can be replaced one by one; `inner` is the untouched store. */
 function brokenStore(
   override: (inner: MemoryStore) => Partial<CheckpointStore>,
-  options: { maxValueBytes?: number; capabilities?: Partial<StoreCapabilities> } = {},
+  options: { maxItemBytes?: number; capabilities?: Partial<StoreCapabilities> } = {},
 ): ConformanceFactory {
   return () => {
-    const inner = new MemoryStore({ maxValueBytes: options.maxValueBytes });
+    const inner = new MemoryStore({ maxItemBytes: options.maxItemBytes });
     const replaced = override(inner);
     const store: CheckpointStore = {
       capabilities: { ...inner.capabilities, ...options.capabilities },
@@ -255,7 +255,7 @@ describe("each category fails on a store that breaks its rule", () => {
           putCheckpoint: (r: PutCheckpointRequest) => inner.putCheckpoint(dropChunks(r)),
           putWrites: (r: PutWritesRequest) => inner.putWrites(dropChunks(r)),
         }),
-        { maxValueBytes: 256 * 1024 },
+        { maxItemBytes: 256 * 1024 },
       ),
       /5 MB value/,
     );

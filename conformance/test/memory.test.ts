@@ -7,4 +7,4 @@ import { runConformance } from "../src/index.js";
 runConformance(() => new MemoryStore(), { name: "memory" });
 
 // An item limit makes core split large values into chunks: the same suite must pass through them.
-runConformance(() => new MemoryStore({ maxValueBytes: 64 * 1024 }), { name: "memory-chunked", langchain: false });
+runConformance(() => new MemoryStore({ maxItemBytes: 64 * 1024 }), { name: "memory-chunked", langchain: false });

@@ -22,7 +22,7 @@ async function fillThread(saver: BaseCheckpointSaver, threadId: string, large: s
 
 /** A value that needs chunks when the store declares an item limit (and is small otherwise). */
 function largeValue(ctx: CheckContext): string {
-  const limit = ctx.info.capabilities.maxValueBytes;
+  const limit = ctx.info.capabilities.maxItemBytes;
   return Number.isFinite(limit) ? "x".repeat(Math.min(limit * 2 + 17, 8 * 1024 * 1024)) : "x".repeat(1024);
 }
 

@@ -105,5 +105,35 @@ export const metadataFilter: Category = {
         checkEqual(failures, [], "native filters that returned the wrong records");
       },
     },
+    {
+      name: "a Date in a filter matches metadata that held that Date, on the store as in core",
+      async run(ctx) {
+        const { saver } = await ctx.open();
+        const thread = ctx.threadId();
+        const at = new Date("2026-11-30T08:15:00.250Z");
+        const first = await putCheckpoint(saver, threadConfig(thread), { i: 0 }, { metadata: metadata(0, { at }) });
+        await putCheckpoint(saver, first, { i: 1 }, { versions: { i: 2 }, metadata: metadata(1, { at: new Date("2026-11-30T08:15:01Z") }) });
+        const got = (await collect(saver.list(threadConfig(thread), { filter: { at } }))).map((t) => idOf(t.config));
+        checkEqual(got, [idOf(first)], "list({ filter: { at: Date } })");
+        const byText = (await collect(saver.list(threadConfig(thread), { filter: { at: at.toISOString() } }))).map((t) => idOf(t.config));
+        checkEqual(byText, [idOf(first)], "list({ filter: { at: ISO string } })");
+      },
+    },
+    {
+      name: "an own __proto__ key in a filter matches only metadata with that key",
+      async run(ctx) {
+        const { saver } = await ctx.open();
+        const thread = ctx.threadId();
+        const withKey = JSON.parse('{"__proto__": {"role": "admin"}}') as Record<string, unknown>;
+        const first = await putCheckpoint(saver, threadConfig(thread), { i: 0 }, { metadata: metadata(0, { role: "user" }) });
+        const second = await putCheckpoint(saver, first, { i: 1 }, { versions: { i: 2 }, metadata: metadata(1, withKey) });
+        const match = (await collect(saver.list(threadConfig(thread), { filter: JSON.parse('{"__proto__": {"role": "admin"}}') as Record<string, unknown> }))).map(
+          (t) => idOf(t.config),
+        );
+        checkEqual(match, [idOf(second)], 'list({ filter: { "__proto__": { role: "admin" } } })');
+        const none = await collect(saver.list(threadConfig(thread), { filter: JSON.parse('{"__proto__": {"role": "nobody"}}') as Record<string, unknown> }));
+        checkEqual(none.length, 0, 'checkpoints matching { "__proto__": { role: "nobody" } }');
+      },
+    },
   ],
 };

@@ -13,7 +13,11 @@ export {
   canonicalJson,
   canonicalJsonText,
   findUnserializable,
+  isDefaultSerde,
   joinChunks,
   splitIfLarge,
 } from "./serialization.js";
 export { idempotencyKey, idempotencyKeyParts, type IdempotencyConfig, type IdempotencyKeyParts } from "./idempotency.js";
+export { ID_LIMITS, ID_RULES, checkIdentifier, type IdentifierRule } from "./ids.js";
+export { MAX_FILTER_KEYS, canonicalFilter } from "./metadata-filter.js";
+export { MAX_VALUE_DEPTH, dumpsJsonPlus } from "./json-plus.js";

@@ -29,7 +29,7 @@ export interface MemoryStoreOptions {
    * Pretend each record can hold at most this many bytes, so that core splits larger values into
    * chunks (useful to test chunking without a database that has an item limit). Default: no limit.
    */
-  maxValueBytes?: number;
+  maxItemBytes?: number;
 }
 
 interface ThreadData {
@@ -60,7 +60,7 @@ export class MemoryStore implements CheckpointStore {
 
   constructor(options: MemoryStoreOptions = {}) {
     this.capabilities = {
-      maxValueBytes: options.maxValueBytes ?? Number.POSITIVE_INFINITY,
+      maxItemBytes: options.maxItemBytes ?? Number.POSITIVE_INFINITY,
       nativeMetadataFilter: false,
       persistent: false,
       commandEvents: true,

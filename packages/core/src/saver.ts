@@ -28,6 +28,8 @@ import {
 } from "@langchain/langgraph-checkpoint";
 
 import { CorruptRecordError, InvalidConfigError, MissingThreadIdError } from "./errors.js";
+import { ID_RULES, checkIdentifier } from "./ids.js";
+import { canonicalFilter } from "./metadata-filter.js";
 import {
   EMPTY_VALUE,
   canonicalJson,
@@ -148,17 +150,14 @@ export class ResumableSaver extends BaseCheckpointSaver {
     const checkpointNs = configurable.checkpoint_ns === undefined ? undefined : namespaceOf(config);
     const checkpointId = optionalString(configurable.checkpoint_id, "checkpoint_id");
     const before = optionalString(options.before?.configurable?.checkpoint_id, "before.checkpoint_id");
-    const filter = options.filter && Object.keys(options.filter).length > 0 ? options.filter : undefined;
-    if (filter !== undefined && (typeof filter !== "object" || Array.isArray(filter))) {
-      throw new InvalidConfigError("filter", `list(): "filter" must be an object of metadata keys to values, got ${describe(filter)}.`);
-    }
+    const filter = canonicalFilter(options.filter);
     let remaining = options.limit;
     if (remaining !== undefined && (!Number.isInteger(remaining) || remaining < 0)) {
       throw new InvalidConfigError("limit", `list(): "limit" must be a non-negative integer, got ${describe(remaining)}.`);
     }
     if (remaining === 0) return;
     const native = filter === undefined || this.capabilities.nativeMetadataFilter;
-    const wanted = filter ? Object.entries(filter).map(([key, value]) => [key, canonicalJsonText(value)] as const) : [];
+    const wanted = filter ? Object.keys(filter).map((key) => [key, canonicalJsonText(filter[key])] as const) : [];
     const records = this.store.listCheckpoints({
       threadId,
       checkpointNs,
@@ -169,7 +168,7 @@ export class ResumableSaver extends BaseCheckpointSaver {
     });
     for await (const stored of records) {
       // Core re-checks every record: a store's native filter is an optimisation, never the authority.
-      if (wanted.length > 0 && !wanted.every(([key, text]) => canonicalJsonText(stored.record.metadataJson[key]) === text)) continue;
+      if (wanted.length > 0 && !wanted.every(([key, text]) => canonicalJsonText(ownValue(stored.record.metadataJson, key)) === text)) continue;
       yield await this.toTuple(stored);
       if (remaining !== undefined) {
         remaining -= 1;
@@ -190,11 +189,14 @@ export class ResumableSaver extends BaseCheckpointSaver {
     if (typeof checkpoint?.id !== "string" || checkpoint.id === "") {
       throw new InvalidConfigError("checkpoint.id", `put(): the checkpoint has no string "id" (got ${describe(checkpoint?.id)}).`);
     }
+    checkIdentifier(checkpoint.id, ID_RULES.checkpointId, "put()");
+    for (const channel of Object.keys(checkpoint.channel_versions ?? {})) checkIdentifier(channel, ID_RULES.channel, "put()");
     const chunks: ChunkRecord[] = [];
-    const limit = this.capabilities.maxValueBytes;
+    const limit = this.capabilities.maxItemBytes;
     const blobs: BlobRecord[] = [];
     const values = checkpoint.channel_values ?? {};
     for (const [channel, version] of Object.entries(newVersions ?? {})) {
+      checkIdentifier(channel, ID_RULES.channel, "put()");
       const value = Object.prototype.hasOwnProperty.call(values, channel) ? (values as Record<string, unknown>)[channel] : undefined;
       const serialized =
         value === undefined ? EMPTY_VALUE : await serializeValue(this.serde, value, `channel "${channel}"`, this.maxValueBytes);
@@ -231,17 +233,17 @@ export class ResumableSaver extends BaseCheckpointSaver {
           `Pass the config returned by put().`,
       );
     }
-    if (typeof taskId !== "string") throw new InvalidConfigError("taskId", `putWrites(): taskId must be a string, got ${describe(taskId)}.`);
+    checkIdentifier(taskId, ID_RULES.taskId, "putWrites()");
+    if (taskPath !== undefined) checkIdentifier(taskPath, ID_RULES.taskPath, "putWrites()");
     const task = this.trackWrites(threadId, this.storeWrites({ threadId, checkpointNs }, checkpointId, writes, taskId, taskPath ?? ""));
     await task;
   }
 
   override async deleteThread(threadId: string): Promise<void> {
-    if (typeof threadId !== "string" && typeof threadId !== "number") {
-      throw new InvalidConfigError("thread_id", `deleteThread(): thread id must be a string, got ${describe(threadId)}.`);
-    }
-    await this.writesSettled(String(threadId));
-    await this.store.deleteThread(String(threadId));
+    const id = threadIdOf(threadId, "deleteThread()");
+    if (id === undefined) throw new MissingThreadIdError("deleteThread()");
+    await this.writesSettled(id);
+    await this.store.deleteThread(id);
   }
 
   override async getDeltaChannelHistory(options: {
@@ -250,6 +252,7 @@ export class ResumableSaver extends BaseCheckpointSaver {
   }): Promise<Record<string, DeltaChannelHistory>> {
     const { config, channels } = options;
     if (channels.length === 0) return {};
+    for (const channel of channels) checkIdentifier(channel, ID_RULES.channel, "getDeltaChannelHistory()");
     const empty = (): Record<string, DeltaChannelHistory> => Object.fromEntries(channels.map((ch) => [ch, { writes: [] }]));
     const threadId = optionalThreadId(config);
     if (threadId === undefined) return empty();
@@ -332,12 +335,13 @@ export class ResumableSaver extends BaseCheckpointSaver {
         throw new InvalidConfigError("writes", `putWrites(): write ${i} of task ${taskId} is not a [channel, value] pair.`);
       }
       const [channel, value] = write;
+      checkIdentifier(channel, ID_RULES.channel, "putWrites()");
       const serialized = await serializeValue(this.serde, value, `write to channel "${channel}" (task ${taskId})`, this.maxValueBytes);
       records.push({
         taskId,
         idx: WRITES_IDX_MAP[channel] ?? i,
         channel,
-        value: splitIfLarge(serialized, this.capabilities.maxValueBytes, chunks),
+        value: splitIfLarge(serialized, this.capabilities.maxItemBytes, chunks),
         taskPath,
       });
     }
@@ -453,14 +457,22 @@ function requiredThreadId(config: RunnableConfig, operation: string): string {
 }
 
 function optionalThreadId(config: RunnableConfig): string | undefined {
-  const value: unknown = config?.configurable?.thread_id;
+  return threadIdOf(config?.configurable?.thread_id, undefined);
+}
+
+/** A thread id as stores key it: a string, or a finite number in its decimal form (as LangGraph allows). */
+function threadIdOf(value: unknown, operation: string | undefined): string | undefined {
   if (value === undefined || value === null) return undefined;
-  if (typeof value === "number" && Number.isFinite(value)) return String(value);
+  const where = operation ?? "configurable";
+  if (typeof value === "number") {
+    if (!Number.isFinite(value)) throw new InvalidConfigError("thread_id", `${where}: thread_id must be a string, got the number ${String(value)}.`);
+    return String(value);
+  }
   if (typeof value !== "string") {
     throw new InvalidConfigError("thread_id", `"configurable.thread_id" must be a string, got ${describe(value)}.`);
   }
   if (value === "") throw new InvalidConfigError("thread_id", `"configurable.thread_id" is an empty string; give each thread a non-empty id.`);
-  return value;
+  return checkIdentifier(value, ID_RULES.threadId, where);
 }
 
 function namespaceOf(config: RunnableConfig): string {
@@ -469,13 +481,18 @@ function namespaceOf(config: RunnableConfig): string {
   if (typeof value !== "string") {
     throw new InvalidConfigError("checkpoint_ns", `"configurable.checkpoint_ns" must be a string, got ${describe(value)}.`);
   }
-  return value;
+  return checkIdentifier(value, ID_RULES.checkpointNs, "configurable");
 }
 
 function optionalString(value: unknown, field: string): string | undefined {
   if (value === undefined || value === null || value === "") return undefined;
   if (typeof value !== "string") throw new InvalidConfigError(field, `"${field}" must be a string, got ${describe(value)}.`);
-  return value;
+  return checkIdentifier(value, { ...ID_RULES.checkpointId, field }, "configurable");
+}
+
+/** An own property only: a metadata key named `__proto__` must not read the prototype. */
+function ownValue(record: Record<string, unknown>, key: string): unknown {
+  return Object.prototype.hasOwnProperty.call(record, key) ? record[key] : undefined;
 }
 
 function describe(value: unknown): string {

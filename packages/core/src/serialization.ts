@@ -5,9 +5,10 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import { JsonPlusSerializer, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
 
 import { CorruptRecordError, SerializationError, ValueTooLargeError, formatBytes } from "./errors.js";
+import { MAX_VALUE_DEPTH, dumpsJsonPlus, loadsJsonPlus } from "./json-plus.js";
 import type { ChunkRecord, SerializedValue } from "./store.js";
 
 const EMPTY_BYTES = new Uint8Array(0);
@@ -23,6 +24,7 @@ export const EMPTY_VALUE: SerializedValue = Object.freeze({ type: "empty", data:
 export function findUnserializable(value: unknown): { path: string; reason: string } | undefined {
   const seen = new Set<object>();
   const visit = (v: unknown, path: string): { path: string; reason: string } | undefined => {
+    if (seen.size > MAX_VALUE_DEPTH) return { path, reason: `the value is nested more than ${MAX_VALUE_DEPTH} levels deep` };
     switch (typeof v) {
       case "function":
         return { path, reason: `a function (${(v as { name?: string }).name || "anonymous"}) cannot be stored` };
@@ -78,9 +80,31 @@ export function findUnserializable(value: unknown): { path: string; reason: stri
   return visit(value, "$");
 }
 
+/** What LangGraph's JSON writer stores when `JSON.stringify` throws inside it. */
+const PLACEHOLDER_JSON = new TextEncoder().encode(JSON.stringify("[unable to serialize, circular reference is too complex to analyze]"));
+
+function isPlaceholder(data: Uint8Array): boolean {
+  if (data.byteLength !== PLACEHOLDER_JSON.byteLength) return false;
+  for (let i = 0; i < data.byteLength; i += 1) if (data[i] !== PLACEHOLDER_JSON[i]) return false;
+  return true;
+}
+
+/**
+ * Whether the serializer is LangGraph's own `JsonPlusSerializer` (not a subclass), whose format core
+ * writes itself, strictly and in one pass (see {@link dumpsJsonPlus}).
+ */
+export function isDefaultSerde(serde: SerializerProtocol): boolean {
+  return (serde as object).constructor === JsonPlusSerializer;
+}
+
 /**
  * Serializes one value with the saver's serializer, turning failures (and values the serializer would
  * silently mangle) into a {@link SerializationError} that names the target.
+ *
+ * With LangGraph's default serializer, core writes its format itself and refuses what it would store
+ * changed (see {@link dumpsJsonPlus}). With any other serializer, values a JSON-based serializer
+ * would drop (functions, symbols, bigints, cycles) are refused before it runs, and its output is
+ * checked for LangGraph's "unable to serialize" placeholder.
  */
 export async function serializeValue(
   serde: SerializerProtocol,
@@ -88,14 +112,22 @@ export async function serializeValue(
   target: string,
   maxBytes: number,
 ): Promise<SerializedValue> {
-  const bad = findUnserializable(value);
-  if (bad) throw new SerializationError(target, bad.reason, bad.path);
   let type: string;
   let data: Uint8Array;
-  try {
-    [type, data] = await serde.dumpsTyped(value);
-  } catch (error) {
-    throw new SerializationError(target, error instanceof Error ? error.message : String(error), undefined, error);
+  if (isDefaultSerde(serde)) {
+    if (value instanceof Uint8Array) [type, data] = ["bytes", value];
+    else [type, data] = ["json", dumpsJsonPlus(value, target)];
+  } else {
+    const bad = findUnserializable(value);
+    if (bad) throw new SerializationError(target, bad.reason, bad.path);
+    try {
+      [type, data] = await serde.dumpsTyped(value);
+    } catch (error) {
+      throw new SerializationError(target, error instanceof Error ? error.message : String(error), undefined, error);
+    }
+    if (type === "json" && isPlaceholder(data) && value !== "[unable to serialize, circular reference is too complex to analyze]") {
+      throw new SerializationError(target, "the serializer failed inside JSON.stringify and returned its placeholder text instead of the value");
+    }
   }
   if (data.byteLength > maxBytes) {
     throw new ValueTooLargeError(
@@ -111,6 +143,7 @@ export async function serializeValue(
 /** Deserializes a stored value (already reassembled) with the saver's serializer. */
 export async function deserializeValue(serde: SerializerProtocol, value: SerializedValue, target: string): Promise<unknown> {
   try {
+    if (value.type === "json" && isDefaultSerde(serde)) return await loadsJsonPlus(value.data);
     return await serde.loadsTyped(value.type, value.data);
   } catch (error) {
     throw new CorruptRecordError(
@@ -134,9 +167,15 @@ export function canonicalJson(value: unknown): unknown {
   for (const key of Object.keys(value).sort()) {
     const item = (value as Record<string, unknown>)[key];
     if (item === undefined || typeof item === "function" || typeof item === "symbol") continue;
-    out[key] = canonicalJson(item);
+    defineKey(out, key, canonicalJson(item));
   }
   return out;
+}
+
+/** Sets an own property, even for `"__proto__"` (a plain assignment would set the prototype instead). */
+export function defineKey(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === "__proto__") Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  else target[key] = value;
 }
 
 /** Canonical JSON text of a value (see {@link canonicalJson}); `undefined` for values JSON drops. */

@@ -16,7 +16,7 @@ export interface SerializedValue {
   type: string;
   /**
    * The serialized bytes. When the value was split because it exceeded the store's
-   * {@link StoreCapabilities.maxValueBytes}, this is empty and {@link chunkRef} names the chunks.
+   * {@link StoreCapabilities.maxItemBytes}, this is empty and {@link chunkRef} names the chunks.
    */
   data: Uint8Array;
   /** Present when the bytes live in {@link ChunkRecord}s rather than inline. */
@@ -197,7 +197,7 @@ export interface StoreCapabilities {
    * The largest value, in bytes, one record can hold. Core splits larger values into chunks of at
    * most this size. `Infinity` (the default) means no limit.
    */
-  maxValueBytes: number;
+  maxItemBytes: number;
   /** The store evaluates `ListCheckpointsQuery.filter` itself (default `false`: core filters). */
   nativeMetadataFilter: boolean;
   /**
@@ -214,7 +214,7 @@ export interface StoreCapabilities {
 
 /** Defaults for every capability a store does not declare. */
 export const DEFAULT_CAPABILITIES: StoreCapabilities = Object.freeze({
-  maxValueBytes: Number.POSITIVE_INFINITY,
+  maxItemBytes: Number.POSITIVE_INFINITY,
   nativeMetadataFilter: false,
   persistent: true,
   commandEvents: false,

@@ -85,7 +85,7 @@ describe("bad input gets a typed error naming what was wrong, and stored data st
 
 describe("chunking values over the store's item limit", () => {
   it("splits, reassembles, and detects a missing or altered chunk", async () => {
-    const store = new MemoryStore({ maxValueBytes: 100 });
+    const store = new MemoryStore({ maxItemBytes: 100 });
     const saver = new ResumableSaver(store);
     const text = Array.from({ length: 300 }, (_, i) => String.fromCodePoint(0x1f600 + (i % 50))).join("");
     const config = await saver.put({ configurable: { thread_id: "c" } }, checkpoint({ text }), meta, { text: 1 });

@@ -6,5 +6,5 @@ import { MemoryStore, ResumableSaver } from "../src/index.js";
 // through core's chunking path as well as the plain one (the conformance suite runs the plain one).
 validate({
   checkpointerName: "resumable:memory-chunked",
-  createCheckpointer: () => new ResumableSaver(new MemoryStore({ maxValueBytes: 16 })),
+  createCheckpointer: () => new ResumableSaver(new MemoryStore({ maxItemBytes: 16 })),
 });

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { InvalidConfigError, ResumableError, StoreNotSetUpError } from "@resumable/core";
+import { ID_RULES, InvalidConfigError, ResumableError, StoreNotSetUpError, checkIdentifier, type IdentifierRule } from "@resumable/core";
 
 /**
  * The PostgreSQL server could not be reached, or dropped the connection, during an operation. The
@@ -68,38 +68,25 @@ export function translateError(error: unknown, operation: string, store: string)
   return error;
 }
 
+/** Which of core's id rules a field of a store call falls under. */
+function ruleFor(field: string): IdentifierRule {
+  if (field === "thread_id") return ID_RULES.threadId;
+  if (field === "checkpoint_ns") return ID_RULES.checkpointNs;
+  if (field === "task id") return ID_RULES.taskId;
+  if (field === "task path") return ID_RULES.taskPath;
+  if (field.startsWith("channel name")) return ID_RULES.channel;
+  if (field.includes("version")) return ID_RULES.version;
+  return ID_RULES.checkpointId;
+}
+
 /**
- * PostgreSQL's text columns reject NUL, its UTF-8 cannot hold a lone surrogate (pg would silently
- * turn one into U+FFFD, so a different id would come back), and a btree key must fit in about 2.7 KB.
+ * Refuses an id that breaks core's id rule (see `ID_LIMITS` in `@resumable/core`): PostgreSQL's text
+ * cannot hold NUL, its UTF-8 cannot hold a lone surrogate (pg would silently store U+FFFD), and the
+ * limits keep every primary key within one btree entry. The saver checks the same before any store
+ * call; this guards callers who use the store directly.
  */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-/** Longest id, in UTF-8 bytes: four ids together must fit one btree index entry (2704 bytes). */
-export const MAX_ID_BYTES = 640;
-
-/** Refuses an id PostgreSQL cannot store exactly, naming the field and the reason. */
 export function checkId(field: string, value: string): void {
-  if (value.includes("\u0000")) {
-    throw new InvalidConfigError(
-      field,
-      `${field} contains a NUL character (\\u0000), which PostgreSQL text cannot store. Use ids without NUL.`,
-    );
-  }
-  if (LONE_SURROGATE.test(value)) {
-    throw new InvalidConfigError(
-      field,
-      `${field} contains a lone UTF-16 surrogate, which is not valid Unicode and would not round-trip through ` +
-        `PostgreSQL. Use well-formed strings as ids.`,
-    );
-  }
-  const bytes = Buffer.byteLength(value, "utf8");
-  if (bytes > MAX_ID_BYTES) {
-    throw new InvalidConfigError(
-      field,
-      `${field} is ${bytes} bytes in UTF-8, over the PostgreSQL store's limit of ${MAX_ID_BYTES} bytes ` +
-        `(ids are index keys). Use a shorter id, e.g. a hash of the long one.`,
-    );
-  }
+  checkIdentifier(value, { ...ruleFor(field), field }, "PostgresStore");
 }
 
 /** Quotes an SQL identifier (a schema name), refusing what PostgreSQL would change or reject. */

@@ -6,6 +6,6 @@
  */
 export { PostgresSaver, type PostgresSaverConnectOptions, type PostgresSaverOptions } from "./postgres-saver.js";
 export { PostgresStore, type PostgresConnectOptions, type PostgresStoreOptions } from "./postgres-store.js";
-export { PostgresUnavailableError, MAX_ID_BYTES } from "./errors.js";
+export { PostgresUnavailableError } from "./errors.js";
 export { LATEST_VERSION as SCHEMA_VERSION, TABLES } from "./migrations.js";
 export type { PostgresPool, PostgresPoolClient, PostgresPoolOptions, PostgresQueryable, PostgresQueryResult } from "./pool.js";

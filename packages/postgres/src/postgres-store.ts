@@ -34,7 +34,7 @@ export interface PostgresStoreOptions {
   schema?: string;
   /**
    * Split values larger than this many bytes into chunks of this size, stored in their own table
-   * (declared as the store's `capabilities.maxValueBytes`). Default: no splitting. A bytea value
+   * (declared as the store's `capabilities.maxItemBytes`). Default: no splitting. A bytea value
    * holds up to 1 GB, and every put travels as one message, which PostgreSQL caps at 1 GB too, so
    * splitting buys little here; it exists for pools behind proxies with smaller message limits.
    */
@@ -151,7 +151,7 @@ export class PostgresStore implements CheckpointStore {
     };
     this.pageSize = Math.max(1, Math.floor(options.pageSize ?? 50));
     this.capabilities = {
-      maxValueBytes: options.chunkBytes ?? DEFAULT_CHUNK_BYTES,
+      maxItemBytes: options.chunkBytes ?? DEFAULT_CHUNK_BYTES,
       nativeMetadataFilter: true,
       persistent: true,
       commandEvents: true,

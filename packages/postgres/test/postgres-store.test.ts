@@ -269,7 +269,7 @@ describe("PostgresStore", () => {
 });
 
 describe("PostgresSaver", () => {
-  it("checkpoints a LangGraph graph, splits values over maxValueBytes into chunks, and resumes it", async () => {
+  it("checkpoints a LangGraph graph, splits values over chunkBytes into chunks, and resumes it", async () => {
     const State = Annotation.Root({ items: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }) });
     const build = (checkpointer: PostgresSaver) =>
       new StateGraph(State)

@@ -4,8 +4,11 @@
  * @module
  */
 import {
+  ID_RULES,
   InvalidConfigError,
   StoreClosedError,
+  checkIdentifier,
+  type IdentifierRule,
   StoreNotSetUpError,
   type BlobRecord,
   type CheckpointRecord,
@@ -241,7 +244,7 @@ export class SqliteStore implements CheckpointStore {
     this.pageSize = pageSize;
     const memory = typeof database === "string" ? database === ":memory:" || database === "" : database.memory;
     this.capabilities = {
-      maxValueBytes: SQLITE_MAX_LENGTH,
+      maxItemBytes: SQLITE_MAX_LENGTH,
       nativeMetadataFilter: true,
       persistent: !memory,
       commandEvents: true,
@@ -816,22 +819,22 @@ function groupWrites(rows: WriteRow[]): Map<string, WriteRecord[]> {
   return out;
 }
 
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+/** Which of core's id rules a field of a store call falls under. */
+function ruleFor(field: string): IdentifierRule {
+  if (field === "thread_id") return ID_RULES.threadId;
+  if (field === "checkpoint_ns") return ID_RULES.checkpointNs;
+  if (field === "task id") return ID_RULES.taskId;
+  if (field === "channel") return ID_RULES.channel;
+  return ID_RULES.checkpointId;
+}
 
 /**
- * SQLite stores text as UTF-8, where a lone UTF-16 surrogate has no encoding: better-sqlite3 would
- * store U+FFFD instead, so two different ids could collide. Such ids are refused rather than altered.
+ * Core's id rule (see `ID_LIMITS` in `@resumable/core`), for callers who use the store directly; the
+ * saver checks the same before any store call. SQLite stores text as UTF-8, where a lone surrogate has
+ * no encoding (better-sqlite3 would store U+FFFD, so two different ids could collide).
  */
 function checkId(value: unknown, field: string, operation: string): void {
-  if (typeof value !== "string") {
-    throw new InvalidConfigError(field, `${operation}(): ${field} must be a string, got ${value === null ? "null" : typeof value}.`);
-  }
-  if (LONE_SURROGATE.test(value)) {
-    throw new InvalidConfigError(
-      field,
-      `${operation}(): ${field} contains a lone UTF-16 surrogate, which SQLite cannot store as text; use well-formed unicode.`,
-    );
-  }
+  checkIdentifier(value, { ...ruleFor(field), field }, `SqliteStore.${operation}()`);
 }
 
 function checkNamespace(value: unknown, operation: string): void {

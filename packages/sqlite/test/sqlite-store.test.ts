@@ -1,7 +1,7 @@
 import { join } from "node:path";
 
 import Database from "better-sqlite3";
-import { InvalidConfigError, StoreClosedError, StoreNotSetUpError, type CheckpointRecord } from "@resumable/core";
+import { ID_LIMITS, InvalidConfigError, StoreClosedError, StoreNotSetUpError, type CheckpointRecord } from "@resumable/core";
 import { afterAll, describe, expect, it } from "vitest";
 
 import { SCHEMA_VERSION, SqliteStore } from "../src/index.js";
@@ -464,7 +464,8 @@ describe("deleteThread", () => {
 });
 
 describe("hostile ids", () => {
-  const ids = ["it's", 'a"b', "x'; DROP TABLE resumable_checkpoints; --", "nul\u0000byte", "Zoë 😀 日本", "%_*?[]", "a".repeat(1024 * 1024)];
+  // The longest id usable in every field at once is the shortest limit (checkpoint and task ids).
+  const ids = ["it's", 'a"b', "x'; DROP TABLE resumable_checkpoints; --", "Zoë 😀 日本", "%_*?[]", "a".repeat(ID_LIMITS.checkpointIdBytes)];
 
   it.each(ids.map((id) => [id.length > 60 ? `a string of ${id.length} characters` : JSON.stringify(id), id]))(
     "round-trips %s as thread, namespace, checkpoint, task and channel",
@@ -485,6 +486,15 @@ describe("hostile ids", () => {
       await store.close();
     },
   );
+
+  it("refuses ids that break the shared id rule (NUL, over the limit) before writing anything", async () => {
+    const { store } = await freshStore();
+    await expect(store.putCheckpoint({ record: record("nul\u0000byte", cid(1)), blobs: [], chunks: [] })).rejects.toThrow(/NUL/);
+    await expect(store.putCheckpoint({ record: record("a".repeat(1024 * 1024), cid(1)), blobs: [], chunks: [] })).rejects.toThrow(/over the limit of 512 bytes/);
+    const db = (await store.database()) as unknown as Database.Database;
+    expect(db.prepare("SELECT count(*) AS n FROM resumable_checkpoints").get()).toEqual({ n: 0 });
+    await store.close();
+  });
 
   it("refuses ids SQLite cannot store as text (lone surrogates) instead of altering them", async () => {
     const { store } = await freshStore();

@@ -1,0 +1,303 @@
+/**
+ * A strict writer of LangGraph's `JsonPlusSerializer` format. Its bytes are read back by
+ * `JsonPlusSerializer.loadsTyped("json", ...)` unchanged, but where LangGraph's writer silently
+ * mangles a value (a cycle stored as `"[Circular]"`, an exception inside `JSON.stringify` stored as a
+ * placeholder string, a function dropped, `NaN` stored as `null`, a `Float32Array` stored as an
+ * object) this one throws a {@link SerializationError} that names the path, and `-0` round-trips.
+ * One pass over the value: the checks ride on the replacer `JSON.stringify` calls anyway.
+ *
+ * @module
+ */
+import { randomUUID } from "node:crypto";
+import { load } from "@langchain/core/load";
+import { DeltaSnapshot, isDeltaSnapshot } from "@langchain/langgraph-checkpoint";
+
+import { SerializationError } from "./errors.js";
+
+/**
+ * The deepest nesting a stored value may have. LangGraph's reader revives values recursively, and
+ * from about 2000 levels it overflows the stack: a deeper value would be stored but could never be
+ * read back. The limit keeps the outcome the same whatever the JIT or the caller's stack depth.
+ */
+export const MAX_VALUE_DEPTH = 500;
+
+// `-0` has no JSON spelling that JSON.stringify emits, but JSON.parse("-0") is -0: the replacer
+// emits this string in its place, and the text is patched afterwards (the nonce keeps user strings
+// from ever matching).
+const NEGATIVE_ZERO = `\u0000-0:${randomUUID()}`;
+const NEGATIVE_ZERO_LITERAL = JSON.stringify(NEGATIVE_ZERO);
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+function constructorRecord(name: string, method: string | null, args: unknown[]): Record<string, unknown> {
+  return { lc: 2, type: "constructor", id: [name], method, args, kwargs: {} };
+}
+
+function pathStep(holder: unknown, key: string): string {
+  if (Array.isArray(holder)) return `[${key}]`;
+  return /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+}
+
+/** Why a value (seen after `toJSON`, with `raw` the value before it) cannot be stored, or undefined. */
+function refusal(raw: unknown, value: unknown): string | undefined {
+  if (raw !== value && raw instanceof Date && Number.isNaN(raw.getTime())) return "an invalid Date (its time is NaN) would be stored as null";
+  switch (typeof value) {
+    case "function":
+      return `a function (${(value as { name?: string }).name || "anonymous"}) cannot be stored`;
+    case "symbol":
+      return "a symbol cannot be stored";
+    case "bigint":
+      return `a bigint (${String(value)}n) cannot be stored by the JSON serializer; store it as a string or a number`;
+    case "number":
+      return Number.isFinite(value) ? undefined : `${String(value)} has no JSON form (it would come back as null); store it as a string or null`;
+    case "object": {
+      if (value === null || value instanceof Uint8Array) return undefined;
+      if (ArrayBuffer.isView(value)) {
+        return `a ${value.constructor.name} would come back as a plain object; store its bytes as a Uint8Array (new Uint8Array(x.buffer, x.byteOffset, x.byteLength)) or its numbers as an array`;
+      }
+      if (value instanceof ArrayBuffer || (typeof SharedArrayBuffer !== "undefined" && value instanceof SharedArrayBuffer)) {
+        return `a bare ${value.constructor.name} would come back as {}; wrap it in a Uint8Array`;
+      }
+      // What LangChain's own toJSON() puts where it met a cycle or an object it cannot serialize.
+      if ((value as { lc?: unknown }).lc === 1 && (value as { type?: unknown }).type === "not_implemented") {
+        return "LangChain could not serialize this part of a message or object (a reference cycle, or an object that is not data)";
+      }
+      return undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** The JsonPlus encoding of a value the plain JSON rules do not cover, or the value itself. */
+function encode(value: unknown): unknown {
+  if (value === undefined) return { lc: 2, type: "undefined" };
+  if (typeof value !== "object" || value === null) return value;
+  if (isDeltaSnapshot(value)) return { lc: 2, type: "delta_snapshot", value: (value as { value: unknown }).value };
+  if (value instanceof Set || value instanceof Map) return constructorRecord(value instanceof Map ? "Map" : "Set", null, [Array.from(value)]);
+  if (value instanceof RegExp) return constructorRecord("RegExp", null, [value.source, value.flags]);
+  if (value instanceof Error) return constructorRecord("Error", null, [value.message]);
+  if ((value as { lg_name?: unknown }).lg_name === "Send") {
+    const send = value as { node: unknown; args: unknown; timeout?: unknown };
+    return { node: send.node, args: send.args, ...(send.timeout !== undefined ? { timeout: send.timeout } : {}) };
+  }
+  if (value instanceof Uint8Array) return constructorRecord("Uint8Array", "from", [Array.from(value)]);
+  return value;
+}
+
+/**
+ * Serializes a value the way `JsonPlusSerializer.dumpsTyped` does for non-bytes values (type
+ * `"json"`), but refuses what that serializer would store changed, naming the target and the path.
+ *
+ * @param target What the value is, for messages: `channel "messages"`.
+ */
+export function dumpsJsonPlus(value: unknown, target: string): Uint8Array {
+  // The containers JSON.stringify is inside of, innermost last, and the key each sits under: the
+  // replacer's `this` is always one of them, so everything above it is finished.
+  const holders: unknown[] = [];
+  const keys: string[] = [];
+  let negativeZero = false;
+  const pathTo = (key: string): string => {
+    let path = "$";
+    for (let i = 1; i < holders.length; i += 1) path += keys[i]!;
+    return holders.length > 0 ? path + pathStep(holders[holders.length - 1], key) : path;
+  };
+  function replacer(this: unknown, key: string, value: unknown): unknown {
+    if (holders.length === 0) {
+      holders.push(this);
+      keys.push("");
+    } else {
+      while (holders.length > 1 && holders[holders.length - 1] !== this) {
+        holders.pop();
+        keys.pop();
+      }
+    }
+    const raw = (this as Record<string, unknown>)[key];
+    // A Buffer's own toJSON would turn it into { type: "Buffer", data }: keep it as bytes.
+    const source = raw instanceof Uint8Array ? raw : value;
+    const reason = refusal(raw, source);
+    if (reason) throw new SerializationError(target, reason, holders.length === 1 && key === "" ? "$" : pathTo(key));
+    if (typeof source === "number" && source === 0 && Object.is(source, -0)) {
+      negativeZero = true;
+      return NEGATIVE_ZERO;
+    }
+    const out = encode(source);
+    if (typeof out === "object" && out !== null) {
+      const path = holders.length === 1 && key === "" ? "" : pathStep(holders[holders.length - 1], key);
+      holders.push(out);
+      keys.push(path);
+      if (holders.length - 1 > MAX_VALUE_DEPTH) {
+        const where = pathTo(key);
+        throw new SerializationError(
+          target,
+          `the value is nested more than ${MAX_VALUE_DEPTH} levels deep, deeper than LangGraph's reader can load back`,
+          where.length > 200 ? `${where.slice(0, 200)}…` : where,
+        );
+      }
+    }
+    return out;
+  }
+  let text: string;
+  try {
+    text = JSON.stringify(value, replacer);
+  } catch (error) {
+    if (error instanceof SerializationError) throw error;
+    throw explainFailure(value, target, error);
+  }
+  if (negativeZero) text = text.replaceAll(NEGATIVE_ZERO_LITERAL, "-0");
+  return encoder.encode(text);
+}
+
+/**
+ * Turns an exception from inside `JSON.stringify` (a cycle, a throwing `toJSON`, a stack overflow)
+ * into a {@link SerializationError}, walking the value once more to find where it happened.
+ */
+function explainFailure(value: unknown, target: string, error: unknown): SerializationError {
+  const message = error instanceof Error ? error.message : String(error);
+  if (error instanceof TypeError && /circular/i.test(message)) {
+    return new SerializationError(target, "the value contains a reference cycle", findCycle(value), error);
+  }
+  if (error instanceof RangeError) {
+    return new SerializationError(target, `the value is nested too deeply to store (${message}); keep it under ${MAX_VALUE_DEPTH} levels`, undefined, error);
+  }
+  return new SerializationError(target, `toJSON() threw: ${message}`, findThrowingToJson(value), error);
+}
+
+/** The path of the first object that contains itself, following `toJSON` as JSON.stringify does. */
+function findCycle(root: unknown): string | undefined {
+  const open = new Set<unknown>();
+  const visit = (value: unknown, path: string, depth: number): string | undefined => {
+    const v = jsonView(value);
+    if (typeof v !== "object" || v === null || depth > MAX_VALUE_DEPTH) return undefined;
+    if (open.has(v)) return path;
+    open.add(v);
+    try {
+      for (const [key, child] of Object.entries(v)) {
+        const found = visit(child, path + pathStep(v, key), depth + 1);
+        if (found) return found;
+      }
+      return undefined;
+    } finally {
+      open.delete(v);
+    }
+  };
+  return visit(root, "$", 0);
+}
+
+/** The path of the first `toJSON` that throws. */
+function findThrowingToJson(root: unknown): string | undefined {
+  const seen = new Set<unknown>();
+  const visit = (value: unknown, path: string, depth: number): string | undefined => {
+    if (typeof value !== "object" || value === null || depth > MAX_VALUE_DEPTH || seen.has(value)) return undefined;
+    seen.add(value);
+    let v: unknown = value;
+    if (typeof (value as { toJSON?: unknown }).toJSON === "function") {
+      try {
+        v = (value as { toJSON(): unknown }).toJSON();
+      } catch {
+        return path;
+      }
+    }
+    if (typeof v !== "object" || v === null) return undefined;
+    for (const [key, child] of Object.entries(v)) {
+      const found = visit(child, path + pathStep(v, key), depth + 1);
+      if (found) return found;
+    }
+    return undefined;
+  };
+  return visit(root, "$", 0);
+}
+
+function jsonView(value: unknown): unknown {
+  if (typeof value === "object" && value !== null && typeof (value as { toJSON?: unknown }).toJSON === "function") {
+    try {
+      return (value as { toJSON(): unknown }).toJSON();
+    } catch {
+      return undefined;
+    }
+  }
+  return value;
+}
+
+/**
+ * Reads what `JsonPlusSerializer` (or {@link dumpsJsonPlus}) wrote, with the same result as
+ * `JsonPlusSerializer.loadsTyped("json", data)`, except that an own `"__proto__"` key stays an own
+ * key (LangGraph's reader assigns it, which sets the object's prototype and loses the key). It
+ * revives synchronously and awaits LangChain's `load()` only for serialized LangChain objects.
+ */
+export async function loadsJsonPlus(data: Uint8Array | string): Promise<unknown> {
+  const parsed: unknown = JSON.parse(typeof data === "string" ? data : decoder.decode(data));
+  // LangChain objects (lc: 1) are revived by LangChain's async load(), innermost first, after the
+  // synchronous pass has revived everything inside them, as LangGraph's reader does.
+  const pending: Array<{ holder: Record<string, unknown>; key: string; value: Record<string, unknown> }> = [];
+  const root = { value: undefined as unknown };
+  root.value = reviveSync(parsed, root as unknown as Record<string, unknown>, "value", pending);
+  for (const slot of pending) {
+    slot.holder[slot.key] = await load(JSON.stringify(slot.value));
+  }
+  return root.value;
+}
+
+function reviveSync(
+  value: unknown,
+  holder: Record<string, unknown>,
+  key: string,
+  pending: Array<{ holder: Record<string, unknown>; key: string; value: Record<string, unknown> }>,
+): unknown {
+  if (typeof value !== "object" || value === null) return value;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i += 1) value[i] = reviveSync(value[i], value as unknown as Record<string, unknown>, String(i), pending);
+    return value;
+  }
+  const obj = value as Record<string, unknown>;
+  for (const k of Object.keys(obj)) {
+    const child = obj[k];
+    if (typeof child === "object" && child !== null) {
+      const revived = reviveSync(child, obj, k, pending);
+      // Own-property write: for "__proto__", obj[k] = ... would set the prototype.
+      if (revived !== child) Object.defineProperty(obj, k, { value: revived, enumerable: true, writable: true, configurable: true });
+    }
+  }
+  if (obj.lc === 2) {
+    if (obj.type === "undefined") return undefined;
+    if (obj.type === "delta_snapshot" && Object.prototype.hasOwnProperty.call(obj, "value")) return new DeltaSnapshot(obj.value);
+    if (obj.type === "constructor") return reviveConstructor(obj) ?? obj;
+    return obj;
+  }
+  if (obj.lc === 1 && obj.type === "constructor" && Array.isArray(obj.id)) pending.push({ holder, key, value: obj });
+  return obj;
+}
+
+/** The closed set of lc:2 constructor records LangGraph's reader revives; anything else stays inert data. */
+function reviveConstructor(record: Record<string, unknown>): unknown {
+  const id = record.id;
+  if (!Array.isArray(id) || id.length !== 1) return undefined;
+  const method = record.method;
+  const args = record.args;
+  const noMethod = method === undefined || method === null;
+  const singleArray = Array.isArray(args) && args.length === 1 && Array.isArray(args[0]);
+  switch (id[0]) {
+    case "Set":
+      return noMethod && singleArray ? new Set(args[0] as unknown[]) : undefined;
+    case "Map":
+      return noMethod && singleArray && (args[0] as unknown[]).every((e) => Array.isArray(e) && e.length === 2)
+        ? new Map(args[0] as Array<[unknown, unknown]>)
+        : undefined;
+    case "RegExp":
+      if (!noMethod || !Array.isArray(args) || args.length !== 2 || typeof args[0] !== "string" || typeof args[1] !== "string") return undefined;
+      try {
+        return new RegExp(args[0], args[1]);
+      } catch {
+        return undefined;
+      }
+    case "Error":
+      return noMethod && Array.isArray(args) && args.length === 1 && typeof args[0] === "string" ? new Error(args[0]) : undefined;
+    case "Uint8Array":
+      return (noMethod || method === "from") && singleArray && (args[0] as unknown[]).every((b) => typeof b === "number" && Number.isInteger(b) && b >= 0 && b <= 255)
+        ? new Uint8Array(args[0] as number[])
+        : undefined;
+    default:
+      return undefined;
+  }
+}
