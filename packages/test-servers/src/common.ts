@@ -5,7 +5,7 @@
  * @module
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { accessSync, appendFileSync, closeSync, constants, existsSync, openSync, readFileSync } from "node:fs";
+import { accessSync, appendFileSync, closeSync, constants, existsSync, openSync, readFileSync, statSync } from "node:fs";
 import { request } from "node:http";
 import { createServer, connect } from "node:net";
 import { homedir } from "node:os";
@@ -106,19 +106,24 @@ export function cacheDir(): string {
 /** Where a server came from: the environment, the vitest global setup, or this process. */
 export type ServerSource = "env" | "provided" | "local" | "in-process" | "container";
 
-/** The first executable named `name` on `PATH`, or in one of `extraDirs`. */
+/** The first executable named `name` on `PATH`, else in one of `extraDirs`. */
 export function findExecutable(name: string, extraDirs: string[] = []): string | undefined {
   for (const dir of [...(process.env.PATH ?? "").split(delimiter), ...extraDirs]) {
-    if (!dir) continue;
-    const candidate = join(dir, name);
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // Not here.
-    }
+    const found = dir ? executableIn(dir, name) : undefined;
+    if (found) return found;
   }
   return undefined;
+}
+
+/** `dir/name` when it is an executable file, else undefined. */
+export function executableIn(dir: string, name: string): string | undefined {
+  const candidate = join(dir, name);
+  try {
+    accessSync(candidate, constants.X_OK);
+    return statSync(candidate).isFile() ? candidate : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -335,4 +340,20 @@ export async function orUndefinedOutsideCi<T>(get: () => Promise<T>): Promise<T 
     if (inCi()) throw error;
     return undefined;
   }
+}
+
+/** The status code of an HTTP GET of `url`, or undefined when nothing answers within `timeoutMs`. */
+export function httpStatus(url: string, timeoutMs = 1000): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const req = request(url, { method: "GET", timeout: timeoutMs }, (res) => {
+      res.resume();
+      resolve(res.statusCode);
+    });
+    req.on("timeout", () => {
+      req.destroy();
+      resolve(undefined);
+    });
+    req.on("error", () => resolve(undefined));
+    req.end();
+  });
 }

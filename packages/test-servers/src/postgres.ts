@@ -64,6 +64,15 @@ export async function getPostgres(): Promise<PostgresServer> {
 }
 
 /**
+ * Makes `server` the one {@link getPostgres} returns in this process. The PostgreSQL global setup
+ * calls it so that other global setups of the same run (FerretDB's PostgreSQL handler) reuse its
+ * server instead of starting a second one.
+ */
+export function sharePostgresInThisProcess(server: PostgresServer): void {
+  cache.server = Promise.resolve(server);
+}
+
+/**
  * Like {@link getPostgres}, but resolves `undefined` when no server can be had, so that a suite may
  * skip, except under `CI=true`, where it throws: CI never skips a database silently.
  */

@@ -17,6 +17,7 @@ import { promisify } from "node:util";
 import {
   TestServerUnavailableError,
   dockerAvailable,
+  executableIn,
   findExecutable,
   injected,
   logTail,
@@ -61,6 +62,8 @@ export interface RedisServer {
  */
 export interface DisposableRedisServer extends RedisServer {
   readonly source: "local" | "container";
+  /** Whether writes go to an append-only file fsynced on each one (so a kill loses none acknowledged). */
+  readonly appendOnly: boolean;
   /** Kills the server with SIGKILL, like a host crash: no shutdown, no final AOF rewrite. */
   kill(): Promise<void>;
   /** Starts it again on the same data directory (and, for a local server, the same port); resolves once it answers PING. */
@@ -108,7 +111,7 @@ export async function getRedis(): Promise<RedisServer> {
   if (provided) return external(provided, "provided");
   const memo = processMemo<RedisServer>("redis");
   if (!memo.value) {
-    memo.value = startRedis({ appendOnly: false });
+    memo.value = startRedis();
     // Observed here so that a failure is reported by the caller that awaits it, not as unhandled.
     memo.value.catch(() => {});
   }
@@ -132,12 +135,13 @@ export async function startDisposableRedis(): Promise<DisposableRedisServer> {
   return startRedis({ appendOnly: true });
 }
 
-function external(url: string, source: "env" | "provided"): RedisServer {
-  const parsed = new URL(url);
-  return { url, host: parsed.hostname, port: Number(parsed.port || 6379), source, stop: async () => {} };
-}
+/**
+ * Starts a standalone Redis that belongs to the caller, like {@link startDisposableRedis}, but without
+ * persistence unless `appendOnly` (`--save '' --appendonly no`: a kill loses its data).
+ */
+export async function startRedis({ appendOnly = false }: { appendOnly?: boolean } = {}): Promise<DisposableRedisServer> {
 
-async function startRedis(options: { appendOnly: boolean }): Promise<DisposableRedisServer> {
+  const options = { appendOnly };
   const reasons: string[] = [];
   const bins = findRedisBinaries();
   if (bins) {
@@ -161,14 +165,18 @@ async function startRedis(options: { appendOnly: boolean }): Promise<DisposableR
   throw unavailable("Redis", REDIS_URL_ENV, "redis://127.0.0.1:6379", reasons);
 }
 
+function external(url: string, source: "env" | "provided"): RedisServer {
+  const parsed = new URL(url);
+  return { url, host: parsed.hostname, port: Number(parsed.port || 6379), source, stop: async () => {} };
+}
+
 /** Paths of `redis-server` and `redis-cli`: from `$RESUMABLE_REDIS_BIN`, else `PATH`, else `/usr/bin`. */
 export function findRedisBinaries(): { server: string; cli: string } | undefined {
   const fromEnv = process.env[REDIS_BIN_ENV];
-  const dirs = fromEnv ? [fromEnv] : undefined;
-  const server = dirs ? findExecutable("redis-server", dirs) : findExecutable("redis-server", ["/usr/bin", "/usr/local/bin"]);
+  const server = fromEnv ? executableIn(fromEnv, "redis-server") : findExecutable("redis-server", ["/usr/bin", "/usr/local/bin"]);
   if (!server) return undefined;
-  // redis-cli normally sits beside redis-server; it is needed only to create a cluster.
-  const cli = findExecutable("redis-cli", [dirname(server)]) ?? join(dirname(server), "redis-cli");
+  // redis-cli (needed only to create a cluster) is taken from beside redis-server, so the two match.
+  const cli = executableIn(dirname(server), "redis-cli") ?? findExecutable("redis-cli") ?? join(dirname(server), "redis-cli");
   return { server, cli };
 }
 
@@ -228,6 +236,7 @@ async function startLocalRedis(server: string, { appendOnly }: { appendOnly: boo
     host: "127.0.0.1",
     port,
     source: "local",
+    appendOnly,
     async stop() {
       if (stopped) return;
       stopped = true;
@@ -422,6 +431,7 @@ async function startContainerRedis({ appendOnly }: { appendOnly: boolean }): Pro
       return port;
     },
     source: "container",
+    appendOnly,
     async stop() {
       await container.stop({ timeout: 0 });
     },

@@ -10,7 +10,7 @@
  * @module
  */
 import { inCi } from "./common.js";
-import { POSTGRES_PROVIDE_KEY, POSTGRES_URL_ENV, startDisposablePostgres } from "./postgres.js";
+import { POSTGRES_PROVIDE_KEY, POSTGRES_URL_ENV, sharePostgresInThisProcess, startDisposablePostgres } from "./postgres.js";
 
 declare module "vitest" {
   interface ProvidedContext {
@@ -28,6 +28,8 @@ export default async function setup(project: ProvidingProject): Promise<() => Pr
   try {
     const server = await startDisposablePostgres();
     project.provide(POSTGRES_PROVIDE_KEY, server.url);
+    // Global setups listed after this one (MongoDB's, for FerretDB's PostgreSQL handler) reuse it.
+    sharePostgresInThisProcess(server);
     return () => server.stop();
   } catch (error) {
     if (inCi()) throw error;

@@ -12,6 +12,8 @@ describe("Redis test server", () => {
     const a = await getRedis();
     const b = await getRedis();
     expect(b.url).toBe(a.url);
+    // The global setup (vitest.config.ts) started it, unless the environment names one.
+    expect(["provided", "env"]).toContain(a.source);
     const prefix = redisKeyPrefix("standalone");
     expect(prefix).not.toBe(redisKeyPrefix("standalone"));
     const client = new Redis(a.url, { keyPrefix: prefix, lazyConnect: true });
@@ -29,7 +31,8 @@ describe("Redis test server", () => {
 
   it("runs a three-node cluster: keys in different slots, and MULTI on keys sharing a hash tag", async () => {
     const cluster = await getRedisCluster();
-    expect(cluster.nodes).toHaveLength(3);
+    expect(["provided", "env"]).toContain(cluster.source);
+    expect(cluster.nodes.length).toBeGreaterThanOrEqual(1);
     const client = new Cluster(cluster.nodes.map(({ host, port }) => ({ host, port })), { lazyConnect: true });
     cleanups.push(() => client.quit());
     await client.connect();
