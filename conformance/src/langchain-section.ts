@@ -5,10 +5,18 @@
  * @module
  */
 import { existsSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { TestModule } from "vitest/node";
 
 import type { CategoryResult, CheckResult, ReportSection } from "./types.js";
+
+/**
+ * Once installed, this package lives in node_modules, and vitest runs files from there with Node's own
+ * loader, which cannot import the user's `.ts` module. Inlining our files makes vitest transform the
+ * entry, so its `import()` of the user's module goes through vite, as it does from a workspace link.
+ */
+const INLINE_OWN_FILES = /[\\/]@resumable[\\/]conformance[\\/]/;
 
 function entryFile(dir: string): string {
   for (const ext of [".js", ".ts"]) {
@@ -65,6 +73,7 @@ export async function runLangchainSection(modulePath: string, name: string, entr
       include: [entry.replace(/\\/g, "/")],
       exclude: [],
       globals: true,
+      server: { deps: { inline: [INLINE_OWN_FILES] } },
       passWithNoTests: false,
       testTimeout: 120_000,
       hookTimeout: 120_000,
@@ -77,7 +86,9 @@ export async function runLangchainSection(modulePath: string, name: string, entr
         },
       ],
     },
-    { server: { watch: null }, logLevel: "error" },
+    // vite's cache would land in `root`, inside the installed package (read-only there, and shipped
+    // with the tarball when the CLI ran in the package's own directory before `pnpm pack`).
+    { server: { watch: null }, logLevel: "error", cacheDir: join(tmpdir(), "resumable-conformance-vite") },
   );
   await vitest.close();
   const categories = toCategories(modules);
