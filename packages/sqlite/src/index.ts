@@ -6,5 +6,5 @@
  */
 export { SqliteSaver, type SqliteSaverOptions } from "./sqlite-saver.js";
 export { SqliteStore, type SqliteStoreOptions, type SqliteSynchronous } from "./sqlite-store.js";
-export type { SqliteDatabase, SqliteStatement } from "./database.js";
+export { SqliteDriverError, type SqliteDatabase, type SqliteStatement } from "./database.js";
 export { SCHEMA_VERSION } from "./schema.js";
