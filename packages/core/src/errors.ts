@@ -96,6 +96,56 @@ export class StoreClosedError extends ResumableError {
   }
 }
 
+/**
+ * The store could not get a lock it needs (another connection or process held it) within its
+ * configured wait. Nothing of the call was applied, so retrying it is safe.
+ */
+export class StoreBusyError extends ResumableError {
+  /** How long the store waited, in milliseconds. */
+  readonly waitedMs: number;
+  constructor(store: string, waitedMs: number, cause?: unknown) {
+    super(
+      "STORE_BUSY",
+      `${store} could not get the database's write lock within ${waitedMs} ms: another connection or process held it ` +
+        `the whole time. Nothing was written, so retrying is safe. Raise the store's \`busyTimeoutMs\`, or keep other ` +
+        `writers' transactions short.`,
+      { cause },
+    );
+    this.waitedMs = waitedMs;
+  }
+}
+
+/** The store can only read: its database, file or connection refuses writes. */
+export class StoreReadOnlyError extends ResumableError {
+  constructor(store: string, detail: string, options?: { cause?: unknown }) {
+    super("STORE_READ_ONLY", `${store} cannot write: ${detail}.`, options);
+  }
+}
+
+/**
+ * A database call took longer than a timeout. `outcome` says what is known of a write: `"not-applied"`
+ * when the database cancelled it (retrying is safe), `"unknown"` when only the client stopped waiting
+ * and the database may still apply it.
+ */
+export class StoreTimeoutError extends ResumableError {
+  /** The store operation that timed out (`"putCheckpoint"`...). */
+  readonly operation: string;
+  readonly outcome: "not-applied" | "unknown";
+  constructor(store: string, operation: string, outcome: "not-applied" | "unknown", detail: string, cause?: unknown) {
+    super(
+      "STORE_TIMEOUT",
+      `${store}: ${operation} timed out (${detail}). ` +
+        (outcome === "not-applied"
+          ? `The database cancelled it, so nothing of it was stored; retrying is safe.`
+          : `Only the client stopped waiting: the database may still have applied it, or may apply it later. Its outcome is unknown; ` +
+            `read the thread back before deciding, and prefer a server-side timeout (statement_timeout, lock_timeout), whose outcome is known.`),
+      { cause },
+    );
+    this.operation = operation;
+    this.outcome = outcome;
+  }
+}
+
 /** Formats a byte count for messages: `512 B`, `3.2 KB`, `5.0 MB`. */
 export function formatBytes(bytes: number): string {
   if (!Number.isFinite(bytes)) return "unlimited";

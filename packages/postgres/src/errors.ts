@@ -3,7 +3,15 @@
  *
  * @module
  */
-import { ID_RULES, InvalidConfigError, ResumableError, StoreNotSetUpError, checkIdentifier, type IdentifierRule } from "@resumable/core";
+import {
+  ID_RULES,
+  InvalidConfigError,
+  ResumableError,
+  StoreNotSetUpError,
+  StoreTimeoutError,
+  checkIdentifier,
+  type IdentifierRule,
+} from "@resumable/core";
 
 /**
  * The PostgreSQL server could not be reached, or dropped the connection, during an operation. The
@@ -58,6 +66,13 @@ export function translateError(error: unknown, operation: string, store: string)
   const message = error instanceof Error ? error.message : "";
   if (code === "42P01" || code === "3F000") {
     return new StoreNotSetUpError(store, `${operation} failed with "${message}"`, { cause: error });
+  }
+  // Server-side timeouts cancel the statement, and with it its transaction: nothing was applied.
+  if (code === "55P03") return new StoreTimeoutError(store, operation, "not-applied", `a lock was held longer than lock_timeout: "${message}"`, error);
+  if (code === "57014") return new StoreTimeoutError(store, operation, "not-applied", `the server cancelled the statement: "${message}"`, error);
+  // pg's client-side query_timeout only stops waiting: the server may still commit the write.
+  if (/Query read timeout/i.test(message)) {
+    return new StoreTimeoutError(store, operation, "unknown", `pg's client-side query_timeout expired: "${message}"`, error);
   }
   if (
     (typeof code === "string" && CONNECTION_CODES.has(code)) ||

@@ -4,6 +4,7 @@
  * @module
  */
 import {
+  InvalidConfigError,
   StoreClosedError,
   StoreNotSetUpError,
   type BlobRecord,
@@ -26,7 +27,7 @@ import {
 } from "@resumable/core";
 import { checkId, quoteIdentifier, translateError } from "./errors.js";
 import { ADVISORY_LOCK_CLASS, LATEST_VERSION, MIGRATIONS, TABLES } from "./migrations.js";
-import { createPool, type PostgresPool, type PostgresPoolOptions, type PostgresQueryable } from "./pool.js";
+import { DEFAULT_TIMEOUTS, createPool, type PostgresPool, type PostgresPoolOptions, type PostgresQueryable } from "./pool.js";
 
 /** Options of {@link PostgresStore}. */
 export interface PostgresStoreOptions {
@@ -47,6 +48,17 @@ export interface PostgresStoreOptions {
 export interface PostgresConnectOptions extends PostgresStoreOptions {
   /** Passed to `new pg.Pool(...)` (with the connection string). */
   pool?: PostgresPoolOptions;
+  /**
+   * The server's `lock_timeout` on the pool's connections, in milliseconds (default 10000; 0 waits
+   * forever). A write blocked by another transaction's lock longer than this is cancelled by the
+   * server and fails with `StoreTimeoutError` (`outcome: "not-applied"`): nothing was stored.
+   */
+  lockTimeoutMs?: number;
+  /**
+   * The server's `statement_timeout`, in milliseconds (default 60000; 0 means no limit): one
+   * statement running longer is cancelled by the server, with the same error.
+   */
+  statementTimeoutMs?: number;
 }
 
 const DEFAULT_CHUNK_BYTES = Number.POSITIVE_INFINITY;
@@ -163,7 +175,11 @@ export class PostgresStore implements CheckpointStore {
    * Does not run migrations: call `setup()` (or {@link PostgresStore.migrate} ahead of deploys).
    */
   static async connect(connectionString: string, options: PostgresConnectOptions = {}): Promise<PostgresStore> {
-    const pool = await createPool(connectionString, options.pool);
+    const timeouts = {
+      lockTimeoutMs: timeoutOption(options.lockTimeoutMs, "lockTimeoutMs", DEFAULT_TIMEOUTS.lockTimeoutMs),
+      statementTimeoutMs: timeoutOption(options.statementTimeoutMs, "statementTimeoutMs", DEFAULT_TIMEOUTS.statementTimeoutMs),
+    };
+    const pool = await createPool(connectionString, options.pool, timeouts);
     const store = new PostgresStore(pool, options);
     store.ownsPool = true;
     return store;
@@ -582,6 +598,14 @@ export class PostgresStore implements CheckpointStore {
       `FROM cp JOIN ${writes} w ON w.thread_id = cp.thread_id AND w.checkpoint_ns = cp.checkpoint_ns AND w.checkpoint_id = cp.checkpoint_id`
     );
   }
+}
+
+function timeoutOption(value: unknown, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > 2 ** 31 - 1) {
+    throw new InvalidConfigError(name, `PostgresStore: "${name}" must be a non-negative integer of milliseconds (0 for no limit), got ${String(value)}.`);
+  }
+  return value;
 }
 
 function checkScope(scope: ThreadScope): void {

@@ -6,7 +6,9 @@
 import {
   ID_RULES,
   InvalidConfigError,
+  StoreBusyError,
   StoreClosedError,
+  StoreReadOnlyError,
   checkIdentifier,
   type IdentifierRule,
   StoreNotSetUpError,
@@ -62,6 +64,14 @@ export interface SqliteStoreOptions {
 const SQLITE_MAX_LENGTH = 1_000_000_000;
 
 const MAX_CACHED_STATEMENTS = 200;
+
+/**
+ * How long one statement may wait inside SQLite for another connection's lock. Longer waits happen
+ * between attempts, asynchronously, so the event loop keeps running (see `retryWhileBusy`).
+ */
+const IN_CALL_BUSY_MS = 5;
+/** The longest pause between two attempts to take a lock. */
+const MAX_BUSY_PAUSE_MS = 50;
 
 /** Guards the recursive history query against a corrupt parent chain that loops. */
 const MAX_HISTORY_DEPTH = 1_000_000;
@@ -207,6 +217,7 @@ export class SqliteStore implements CheckpointStore {
   private db: SqliteDatabase | undefined;
   private opening: Promise<SqliteDatabase> | undefined;
   private configured = false;
+  private configuring: Promise<void> | undefined;
   private schemaChecked = false;
   private closed = false;
   private listener: StoreCommandListener | undefined;
@@ -231,6 +242,12 @@ export class SqliteStore implements CheckpointStore {
       throw new InvalidConfigError("pageSize", `SqliteStore: "pageSize" must be a positive integer, got ${String(pageSize)}.`);
     }
     if (typeof database === "string") {
+      if (database.trim() === "") {
+        throw new InvalidConfigError(
+          "database",
+          `SqliteStore: the database path is empty. Pass a file path (e.g. "./checkpoints.db"), or ":memory:" for a database that lives only in this process.`,
+        );
+      }
       this.owned = true;
     } else if (database && typeof database.prepare === "function") {
       this.owned = false;
@@ -242,7 +259,7 @@ export class SqliteStore implements CheckpointStore {
     this.synchronous = synchronous;
     this.busyTimeoutMs = busyTimeoutMs;
     this.pageSize = pageSize;
-    const memory = typeof database === "string" ? database === ":memory:" || database === "" : database.memory;
+    const memory = typeof database === "string" ? database === ":memory:" : database.memory;
     this.capabilities = {
       maxItemBytes: SQLITE_MAX_LENGTH,
       nativeMetadataFilter: true,
@@ -265,7 +282,8 @@ export class SqliteStore implements CheckpointStore {
    */
   async setup(): Promise<void> {
     await this.connection();
-    this.write(() => {
+    await this.write(() => {
+      this.probeWritable();
       this.run("CREATE migrations", CREATE_MIGRATIONS_TABLE, (s) => s.run());
       const current = this.currentVersion();
       if (current > SCHEMA_VERSION) throw this.newerSchemaError(current);
@@ -291,7 +309,7 @@ export class SqliteStore implements CheckpointStore {
     for (const channel of Object.keys(record.channelVersions)) checkId(channel, "channel", "putCheckpoint");
     for (const blob of blobs) checkId(blob.channel, "channel", "putCheckpoint");
     await this.ready();
-    this.write(() => {
+    await this.write(() => {
       for (const chunk of chunks) this.insertChunk(record.threadId, chunk);
       for (const blob of blobs) {
         this.run("INSERT blob", SQL.insertBlob, (s) =>
@@ -339,7 +357,7 @@ export class SqliteStore implements CheckpointStore {
     }
     await this.ready();
     const [command, sql] = request.mode === "upsert" ? ["UPSERT write", SQL.upsertWrite] : ["INSERT write", SQL.insertWrite];
-    this.write(() => {
+    await this.write(() => {
       for (const chunk of request.chunks) this.insertChunk(request.threadId, chunk);
       for (const write of request.writes) {
         this.run(command, sql, (s) =>
@@ -365,7 +383,7 @@ export class SqliteStore implements CheckpointStore {
     checkScope(scope, "getCheckpoint");
     if (scope.checkpointId !== undefined) checkId(scope.checkpointId, "checkpoint_id", "getCheckpoint");
     await this.ready();
-    return this.read(() => {
+    return await this.read(() => {
       const row =
         scope.checkpointId === undefined
           ? this.run("SELECT latest checkpoint", SQL.latestCheckpoint, (s) => s.get(scope.threadId, scope.checkpointNs))
@@ -433,7 +451,7 @@ export class SqliteStore implements CheckpointStore {
         if (query.threadId === undefined) pageParams.cursorThread = cursor.thread_id;
       }
       const sql = select(cursor !== undefined);
-      const { rows, stored } = this.read(() => {
+      const { rows, stored } = await this.read(() => {
         const rows = this.run("SELECT checkpoints page", sql, (s) => s.all(pageParams)) as CheckpointRow[];
         return { rows, stored: this.withBlobsAndWrites(rows) };
       });
@@ -454,7 +472,7 @@ export class SqliteStore implements CheckpointStore {
     const channels = [...new Set(query.channels)];
     if (channels.length === 0) return { ancestors: [] };
     await this.ready();
-    return this.read(() => {
+    return await this.read(() => {
       const rows = this.run("SELECT history", SQL.history, (s) =>
         s.all({ thread: query.threadId, ns: query.checkpointNs, id: query.checkpointId, channels: JSON.stringify(channels) }),
       ) as HistoryRow[];
@@ -534,7 +552,7 @@ export class SqliteStore implements CheckpointStore {
   async deleteThread(threadId: string): Promise<void> {
     checkId(threadId, "thread_id", "deleteThread");
     await this.ready();
-    this.write(() => {
+    await this.write(() => {
       this.run("DELETE checkpoints", SQL.deleteCheckpoints, (s) => s.run(threadId));
       this.run("DELETE blobs", SQL.deleteBlobs, (s) => s.run(threadId));
       this.run("DELETE writes", SQL.deleteWrites, (s) => s.run(threadId));
@@ -570,7 +588,7 @@ export class SqliteStore implements CheckpointStore {
     if (this.closed) throw new StoreClosedError(this.label);
     let db = this.db;
     if (!db) {
-      this.opening ??= loadDriver().then((Database) => new Database(this.source as string, { timeout: this.busyTimeoutMs }));
+      this.opening ??= loadDriver().then((Database) => new Database(this.source as string, { timeout: Math.min(IN_CALL_BUSY_MS, this.busyTimeoutMs) }));
       try {
         db = await this.opening;
       } catch (error) {
@@ -586,7 +604,10 @@ export class SqliteStore implements CheckpointStore {
     }
     if (!db.open) throw new StoreClosedError(this.label);
     if (!this.configured) {
-      this.configure(db);
+      this.configuring ??= this.configure(db).finally(() => {
+        this.configuring = undefined;
+      });
+      await this.configuring;
       this.configured = true;
     }
     return db;
@@ -606,27 +627,29 @@ export class SqliteStore implements CheckpointStore {
     return db;
   }
 
-  private configure(db: SqliteDatabase): void {
+  private async configure(db: SqliteDatabase): Promise<void> {
+    // Numbers and names below are validated in the constructor; PRAGMA takes no bound parameters.
+    db.pragma(`busy_timeout = ${Math.min(IN_CALL_BUSY_MS, this.busyTimeoutMs)}`);
     if (!db.memory) {
       // Switching to WAL needs a moment of exclusive access, which a second process opening the same
       // new file may hold; retry within the busy timeout. Once the file is in WAL mode this is a no-op.
-      const deadline = Date.now() + this.busyTimeoutMs;
-      for (;;) {
-        try {
-          db.pragma("journal_mode = WAL");
-          break;
-        } catch (error) {
-          if (!isBusy(error) || Date.now() >= deadline) throw error;
-          Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
-        }
-      }
+      await this.retryWhileBusy(() => db.pragma("journal_mode = WAL"));
       this.emit("PRAGMA journal_mode");
     }
-    // Numbers and names below are validated in the constructor; PRAGMA takes no bound parameters.
-    db.pragma(`busy_timeout = ${this.busyTimeoutMs}`);
     this.emit("PRAGMA busy_timeout");
     db.pragma(`synchronous = ${this.synchronous}`);
     this.emit("PRAGMA synchronous");
+  }
+
+  /**
+   * Rewrites the header's user_version with its own value: a write that changes nothing, so that a
+   * read-only file (permissions, a read-only mount, a Database opened with `readonly: true`) fails
+   * here, at setup, rather than at the first put.
+   */
+  private probeWritable(): void {
+    const version = this.run("PRAGMA user_version", "PRAGMA user_version", (s) => s.get()) as { user_version: number } | undefined;
+    const value = Math.trunc(Number(version?.user_version ?? 0));
+    this.run("PRAGMA user_version =", `PRAGMA user_version = ${value}`, (s) => s.run(), false);
   }
 
   private currentVersion(): number {
@@ -691,13 +714,36 @@ export class SqliteStore implements CheckpointStore {
   }
 
   /** Runs `body` in one write transaction (`BEGIN IMMEDIATE`, or a savepoint inside the caller's transaction). */
-  private write<T>(body: () => T): T {
-    return this.transaction("BEGIN IMMEDIATE", body);
+  private write<T>(body: () => T): Promise<T> {
+    return this.retryWhileBusy(() => this.transaction("BEGIN IMMEDIATE", body));
   }
 
   /** Runs `body` in one read transaction, so that its statements see one snapshot. */
-  private read<T>(body: () => T): T {
-    return this.transaction("BEGIN", body);
+  private read<T>(body: () => T): Promise<T> {
+    return this.retryWhileBusy(() => this.transaction("BEGIN", body));
+  }
+
+  /**
+   * Runs a whole transaction (synchronously: nothing else can use the connection in between) and,
+   * when another connection holds the lock, tries again after an asynchronous pause, until
+   * `busyTimeoutMs` has passed. SQLite's own busy handler sleeps inside the call and would freeze the
+   * event loop for the whole wait; here it waits at most {@link IN_CALL_BUSY_MS} per attempt. Every
+   * transaction body is safe to run again: a failed attempt was rolled back.
+   */
+  private async retryWhileBusy<T>(attempt: () => T): Promise<T> {
+    const deadline = Date.now() + this.busyTimeoutMs;
+    let pause = 1;
+    for (;;) {
+      try {
+        return attempt();
+      } catch (error) {
+        if (!isBusy(error)) throw error;
+        const left = deadline - Date.now();
+        if (left <= 0) throw new StoreBusyError(this.label, this.busyTimeoutMs, error);
+        await sleep(Math.min(pause * (0.5 + Math.random()), left));
+        pause = Math.min(pause * 2, MAX_BUSY_PAUSE_MS);
+      }
+    }
   }
 
   private transaction<T>(begin: "BEGIN" | "BEGIN IMMEDIATE", body: () => T): T {
@@ -764,6 +810,15 @@ export class SqliteStore implements CheckpointStore {
       return new StoreNotSetUpError(this.label, `table ${missing[1]} does not exist`, { cause: error });
     }
     if (/database connection is not open/.test(message)) return new StoreClosedError(this.label);
+    const code = (error as { code?: unknown } | null)?.code;
+    if (typeof code === "string" && code.startsWith("SQLITE_READONLY")) {
+      return new StoreReadOnlyError(
+        this.label,
+        `SQLite refused to write (${code}): the file or its directory is not writable by this process, it is on a read-only ` +
+          `mount, or the Database was opened with { readonly: true }. The saver needs write access to the file, its -wal and -shm files and the directory`,
+        { cause: error },
+      );
+    }
     return error;
   }
 }
@@ -844,6 +899,10 @@ function checkNamespace(value: unknown, operation: string): void {
 function checkScope(scope: ThreadScope, operation: string): void {
   checkId(scope.threadId, "thread_id", operation);
   checkNamespace(scope.checkpointNs, operation);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 function isBusy(error: unknown): boolean {
