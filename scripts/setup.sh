@@ -76,7 +76,10 @@ fi
 ferretdb_version=v1.24.2
 ferretdb_bin="${RESUMABLE_FERRETDB_BIN:-$cache_dir/ferretdb-${ferretdb_version#v}/ferretdb}"
 ferretdb_works() {
-  "$ferretdb_bin" --version 2>/dev/null | grep -qx "version: $ferretdb_version"
+  # Captured, not piped into `grep -q`: grep's early exit would SIGPIPE ferretdb, and pipefail fail it.
+  local out
+  out=$("$ferretdb_bin" --version 2>/dev/null) || return 1
+  [[ $'\n'"$out"$'\n' == *$'\n'"version: $ferretdb_version"$'\n'* ]]
 }
 if [ -z "${RESUMABLE_MONGODB_URL:-}" ] && ! ferretdb_works; then
   started=$SECONDS

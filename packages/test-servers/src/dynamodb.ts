@@ -23,7 +23,6 @@ import {
   cacheDir,
   dockerAvailable,
   executableIn,
-  findExecutable,
   httpStatus,
   injected,
   logTail,
@@ -165,11 +164,14 @@ async function startDynalite(): Promise<DynamoDbServer> {
   });
 }
 
-/** `moto_server` from `$RESUMABLE_MOTO_VENV`, else the cache dir's `moto-5.2.5` venv, else `PATH`. */
+/**
+ * `moto_server` from `$RESUMABLE_MOTO_VENV`, else from the cache dir's `moto-5.2.5` venv. Not from
+ * `PATH`: a moto found there may be another version (this machine's Python has 5.2.1), and the
+ * emulators' differences are what the tests pin.
+ */
 export function findMotoServer(): string | undefined {
-  const venv = process.env[MOTO_VENV_ENV];
-  if (venv) return executableIn(join(venv, "bin"), "moto_server");
-  return executableIn(join(cacheDir(), `moto-${MOTO_VERSION}`, "bin"), "moto_server") ?? findExecutable("moto_server");
+  const venv = process.env[MOTO_VENV_ENV] || join(cacheDir(), `moto-${MOTO_VERSION}`);
+  return executableIn(join(venv, "bin"), "moto_server");
 }
 
 async function startMoto(): Promise<DynamoDbServer> {
@@ -182,7 +184,7 @@ async function startMoto(): Promise<DynamoDbServer> {
       reasons.push(`${binary} failed to start: ${(error as Error).message}`);
     }
   } else {
-    reasons.push(`no moto_server in $${MOTO_VENV_ENV}, ${join(cacheDir(), `moto-${MOTO_VERSION}`)} or PATH`);
+    reasons.push(`no moto_server in ${join(process.env[MOTO_VENV_ENV] || join(cacheDir(), `moto-${MOTO_VERSION}`), "bin")}`);
   }
   if (await dockerAvailable()) {
     try {

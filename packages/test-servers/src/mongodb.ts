@@ -20,7 +20,6 @@ import {
   cacheDir,
   dockerAvailable,
   executableIn,
-  findExecutable,
   httpStatus,
   injected,
   logTail,
@@ -43,7 +42,7 @@ export type MongoDbEngine = "ferretdb-sqlite" | "ferretdb-postgresql" | "mongodb
 
 /** Environment variable holding the URL of a MongoDB-compatible server, used for both handlers. */
 export const MONGODB_URL_ENV = "RESUMABLE_MONGODB_URL";
-/** Environment variable naming the FerretDB binary (default: the cache dir's `ferretdb-1.24.2/ferretdb`, else `PATH`). */
+/** Environment variable naming the FerretDB binary (default: the cache dir's `ferretdb-1.24.2/ferretdb`). */
 export const FERRETDB_BIN_ENV = "RESUMABLE_FERRETDB_BIN";
 /** The FerretDB version `scripts/setup.sh` builds. */
 export const FERRETDB_VERSION = "v1.24.2";
@@ -140,7 +139,7 @@ export async function startMongoDb(handler: FerretDbHandler = "sqlite"): Promise
       reasons.push(`${binary} (--handler=${handler}) failed to start: ${(error as Error).message}`);
     }
   } else {
-    reasons.push(`no ferretdb in $${FERRETDB_BIN_ENV}, ${join(cacheDir(), `ferretdb-${FERRETDB_VERSION.slice(1)}`)} or PATH`);
+    reasons.push(`no executable ${process.env[FERRETDB_BIN_ENV] || join(cacheDir(), `ferretdb-${FERRETDB_VERSION.slice(1)}`, "ferretdb")}`);
   }
   if (await dockerAvailable()) {
     try {
@@ -158,11 +157,13 @@ export async function startMongoDb(handler: FerretDbHandler = "sqlite"): Promise
   );
 }
 
-/** The FerretDB binary: `$RESUMABLE_FERRETDB_BIN`, else the cache dir's `ferretdb-1.24.2/ferretdb`, else `PATH`. */
+/**
+ * The FerretDB binary: `$RESUMABLE_FERRETDB_BIN`, else the cache dir's `ferretdb-1.24.2/ferretdb`.
+ * Not from `PATH`, where another version may be: what FerretDB lacks changes between versions.
+ */
 export function findFerretDb(): string | undefined {
-  const fromEnv = process.env[FERRETDB_BIN_ENV];
-  if (fromEnv) return executableIn(dirname(fromEnv), basename(fromEnv));
-  return executableIn(join(cacheDir(), `ferretdb-${FERRETDB_VERSION.slice(1)}`), "ferretdb") ?? findExecutable("ferretdb");
+  const binary = process.env[FERRETDB_BIN_ENV] || join(cacheDir(), `ferretdb-${FERRETDB_VERSION.slice(1)}`, "ferretdb");
+  return executableIn(dirname(binary), basename(binary));
 }
 
 async function startLocalFerretDb(binary: string, handler: FerretDbHandler): Promise<MongoDbServer> {

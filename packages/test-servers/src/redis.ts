@@ -140,7 +140,6 @@ export async function startDisposableRedis(): Promise<DisposableRedisServer> {
  * persistence unless `appendOnly` (`--save '' --appendonly no`: a kill loses its data).
  */
 export async function startRedis({ appendOnly = false }: { appendOnly?: boolean } = {}): Promise<DisposableRedisServer> {
-
   const options = { appendOnly };
   const reasons: string[] = [];
   const bins = findRedisBinaries();
