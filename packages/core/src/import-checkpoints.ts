@@ -385,3 +385,20 @@ function parentIdOf(tuple: CheckpointTuple): string | undefined {
 function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
+
+/** One line about an import in progress, e.g. for a CLI: `thread 2/3 "order-42": 14 checkpoints (14 new)`. */
+export function formatImportProgress(progress: ImportProgress): string {
+  return (
+    `thread ${progress.threadsDone}/${progress.threadsTotal} ${JSON.stringify(progress.threadId)}: ` +
+    `${progress.threadCheckpoints} checkpoint${progress.threadCheckpoints === 1 ? "" : "s"}; ` +
+    `${progress.imported} imported, ${progress.skipped} already there so far`
+  );
+}
+
+/** The summary of an import, e.g. `imported 3 threads: 12 new checkpoints, 0 already there, 7 write batches, in 0.4 s`. */
+export function formatImportResult(result: ImportResult): string {
+  return (
+    `imported ${result.threads} thread${result.threads === 1 ? "" : "s"}: ${result.imported} new checkpoint${result.imported === 1 ? "" : "s"}, ` +
+    `${result.skipped} already there, ${result.writeBatches} write batch${result.writeBatches === 1 ? "" : "es"}, in ${(result.durationMs / 1000).toFixed(1)} s`
+  );
+}

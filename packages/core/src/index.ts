@@ -21,4 +21,12 @@ export { idempotencyKey, idempotencyKeyParts, type IdempotencyConfig, type Idemp
 export { ID_LIMITS, ID_RULES, checkIdentifier, type IdentifierRule } from "./ids.js";
 export { MAX_FILTER_KEYS, canonicalFilter } from "./metadata-filter.js";
 export { MAX_VALUE_DEPTH, dumpsJsonPlus } from "./json-plus.js";
-export { CheckpointImportError, importCheckpoints, type ImportCheckpointsOptions, type ImportProgress, type ImportResult } from "./import-checkpoints.js";
+export {
+  CheckpointImportError,
+  formatImportProgress,
+  formatImportResult,
+  importCheckpoints,
+  type ImportCheckpointsOptions,
+  type ImportProgress,
+  type ImportResult,
+} from "./import-checkpoints.js";

@@ -3,6 +3,15 @@
  *
  * @module
  */
+import type { RunnableConfig } from "@langchain/core/runnables";
+import type {
+  ChannelVersions,
+  Checkpoint,
+  CheckpointListOptions,
+  CheckpointMetadata,
+  CheckpointTuple,
+  PendingWrite,
+} from "@langchain/langgraph-checkpoint";
 import { ResumableSaver, type ResumableSaverOptions } from "@resumable/core";
 
 import type { SqliteDatabase } from "./database.js";
@@ -25,6 +34,9 @@ export interface SqliteSaverOptions extends SqliteStoreOptions, ResumableSaverOp
  */
 export class SqliteSaver extends ResumableSaver {
   declare readonly store: SqliteStore;
+  /** Set by {@link fromConnString}: the first call runs {@link setup}, as LangChain's saver does. */
+  private setupOnFirstUse = false;
+  private settingUp: Promise<void> | undefined;
 
   /**
    * @param database A file path, `":memory:"` or an open better-sqlite3 `Database` (left open by
@@ -42,5 +54,70 @@ export class SqliteSaver extends ResumableSaver {
   /** Opens the database, creates or migrates its tables, and returns a saver ready to use. */
   static async connect(database: string | SqliteDatabase, options: SqliteSaverOptions = {}): Promise<SqliteSaver> {
     return new SqliteSaver(database, options).ready();
+  }
+
+  /**
+   * A saver on a file (or `":memory:"`), returned at once, with the signature of LangChain's
+   * `SqliteSaver.fromConnString`, so switching is an import change. As LangChain's does, it sets
+   * itself up on first use: the first call opens the file and creates or migrates the tables.
+   *
+   * Threads LangChain's saver stored are in its own tables, which this saver does not read: copy them
+   * with `resumable-sqlite import-langchain` (or `importCheckpoints` from `@resumable/core`).
+   *
+   * @example
+   * ```ts
+   * import { SqliteSaver } from "@resumable/sqlite"; // was "@langchain/langgraph-checkpoint-sqlite"
+   * const checkpointer = SqliteSaver.fromConnString("checkpoints.db");
+   * const graph = builder.compile({ checkpointer });
+   * ```
+   */
+  static fromConnString(connStringOrLocalPath: string, options: SqliteSaverOptions = {}): SqliteSaver {
+    const saver = new SqliteSaver(connStringOrLocalPath, options);
+    saver.setupOnFirstUse = true;
+    return saver;
+  }
+
+  override async setup(): Promise<void> {
+    await super.setup();
+    this.setupOnFirstUse = false;
+  }
+
+  /** Runs setup once before the first call of a saver from {@link fromConnString}; concurrent first calls share it. */
+  private async setUpFirst(): Promise<void> {
+    if (!this.setupOnFirstUse) return;
+    this.settingUp ??= this.setup().finally(() => {
+      this.settingUp = undefined;
+    });
+    await this.settingUp;
+  }
+
+  override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    await this.setUpFirst();
+    return super.getTuple(config);
+  }
+
+  override async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
+    await this.setUpFirst();
+    yield* super.list(config, options);
+  }
+
+  override async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
+    await this.setUpFirst();
+    return super.put(config, checkpoint, metadata, newVersions);
+  }
+
+  override async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void> {
+    await this.setUpFirst();
+    return super.putWrites(config, writes, taskId, taskPath);
+  }
+
+  override async deleteThread(threadId: string): Promise<void> {
+    await this.setUpFirst();
+    return super.deleteThread(threadId);
+  }
+
+  override async getDeltaChannelHistory(options: Parameters<ResumableSaver["getDeltaChannelHistory"]>[0]): ReturnType<ResumableSaver["getDeltaChannelHistory"]> {
+    await this.setUpFirst();
+    return super.getDeltaChannelHistory(options);
   }
 }
