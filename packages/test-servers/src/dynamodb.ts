@@ -33,7 +33,6 @@ import {
   spawnServer,
   waitUntil,
   withFreshPorts,
-  type ManagedProcess,
 } from "./common.js";
 
 /** The emulators this package can give. */
@@ -101,9 +100,9 @@ export function dynamoDbTestTableName(label = "test"): string {
  */
 export async function getDynamoDb(emulator: DynamoDbEmulator = "dynalite"): Promise<DynamoDbServer> {
   const fromEnv = process.env[emulator === "dynalite" ? DYNALITE_ENDPOINT_ENV : MOTO_ENDPOINT_ENV] || process.env[DYNAMODB_ENDPOINT_ENV];
-  if (fromEnv) return describe(emulator, fromEnv, "env", async () => {});
+  if (fromEnv) return serverAt(emulator, fromEnv, "env", async () => {});
   const provided = await injected(DYNAMODB_PROVIDE_KEYS[emulator]);
-  if (provided) return describe(emulator, provided, "provided", async () => {});
+  if (provided) return serverAt(emulator, provided, "provided", async () => {});
   const memo = processMemo<DynamoDbServer>(`dynamodb-${emulator}`);
   if (!memo.value) {
     memo.value = startDynamoDb(emulator);
@@ -126,7 +125,7 @@ export async function startDynamoDb(emulator: DynamoDbEmulator): Promise<DynamoD
   return emulator === "dynalite" ? startDynalite() : startMoto();
 }
 
-function describe(emulator: DynamoDbEmulator, endpoint: string, source: DynamoDbServer["source"], stop: () => Promise<void>): DynamoDbServer {
+function serverAt(emulator: DynamoDbEmulator, endpoint: string, source: DynamoDbServer["source"], stop: () => Promise<void>): DynamoDbServer {
   const region = DYNAMODB_TEST_REGION;
   const credentials = { ...DYNAMODB_TEST_CREDENTIALS };
   return { emulator, endpoint, region, credentials, clientConfig: { endpoint, region, credentials: { ...credentials } }, source, stop };
@@ -153,7 +152,7 @@ async function startDynalite(): Promise<DynamoDbServer> {
   server.unref();
   const { port } = server.address() as AddressInfo;
   let stopped = false;
-  return describe("dynalite", `http://127.0.0.1:${port}`, "in-process", async () => {
+  return serverAt("dynalite", `http://127.0.0.1:${port}`, "in-process", async () => {
     if (stopped) return;
     stopped = true;
     await new Promise<void>((resolve) => {
@@ -212,7 +211,7 @@ async function startLocalMoto(binary: string): Promise<DynamoDbServer> {
   const logFile = join(base, "moto.log");
   try {
     const { child, port } = await withFreshPorts(1, async ([port]) => {
-      // cwd is the temporary directory: moto writes nothing there, but nothing else either.
+      // Run from its own temporary directory, so that nothing it may write lands in the repository.
       const child = spawnServer(binary, ["-H", "127.0.0.1", "-p", String(port)], { logFile, cwd: base, env: { ...process.env, PYTHONUNBUFFERED: "1" } });
       try {
         await waitUntil(`moto_server on port ${port}`, async () => (await httpStatus(`http://127.0.0.1:${port}/moto-api/`)) !== undefined, {
@@ -224,10 +223,10 @@ async function startLocalMoto(binary: string): Promise<DynamoDbServer> {
         await child.kill();
         throw error;
       }
-      return { child: child as ManagedProcess, port: port! };
+      return { child, port: port! };
     });
     let stopped = false;
-    return describe("moto", `http://127.0.0.1:${port}`, "local", async () => {
+    return serverAt("moto", `http://127.0.0.1:${port}`, "local", async () => {
       if (stopped) return;
       stopped = true;
       await child.kill();
@@ -247,5 +246,5 @@ async function startContainerMoto(): Promise<DynamoDbServer> {
     .withWaitStrategy(Wait.forHttp("/moto-api/", 5000))
     .start();
   const endpoint = `http://${container.getHost()}:${container.getMappedPort(5000)}`;
-  return describe("moto", endpoint, "container", async () => void (await container.stop({ timeout: 0 })));
+  return serverAt("moto", endpoint, "container", async () => void (await container.stop({ timeout: 0 })));
 }

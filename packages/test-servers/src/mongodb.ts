@@ -30,7 +30,6 @@ import {
   spawnServer,
   waitUntil,
   withFreshPorts,
-  type ManagedProcess,
 } from "./common.js";
 import { createTestDatabase, getPostgres } from "./postgres.js";
 
@@ -202,7 +201,7 @@ async function startLocalFerretDb(binary: string, handler: FerretDbHandler): Pro
         await child.kill();
         throw error;
       }
-      return { child: child as ManagedProcess, port: port! };
+      return { child, port: port! };
     });
     let stopped = false;
     return {
