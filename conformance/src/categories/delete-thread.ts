@@ -117,7 +117,7 @@ export const deleteThread: Category = {
           checkEqual(blobs.length, 0, `blobs left in namespace "${ns}" after deleteThread`);
         }
         for (const hash of hashes) {
-          const chunks = await store!.getChunks(thread, hash);
+          const chunks = await store!.getChunks(thread, [hash]);
           checkEqual(chunks.length, 0, `chunks of value ${hash.slice(0, 12)} left after deleteThread`);
         }
       },

@@ -14,10 +14,11 @@ import { listPaging } from "./list-paging.js";
 import { metadataFilter } from "./metadata-filter.js";
 import { parallelWrites } from "./parallel-writes.js";
 import { serialization } from "./serialization.js";
+import { storeRecords } from "./store-records.js";
 import { writeOrder } from "./write-order.js";
 import { writeRules } from "./write-rules.js";
 
-export { badInput, deleteThread, deltaHistory, durability, graphs, listPaging, metadataFilter, parallelWrites, serialization, writeOrder, writeRules };
+export { badInput, deleteThread, deltaHistory, durability, graphs, listPaging, metadataFilter, parallelWrites, serialization, storeRecords, writeOrder, writeRules };
 
 /** All contract categories. */
 export const CATEGORIES: readonly Category[] = Object.freeze([
@@ -28,6 +29,7 @@ export const CATEGORIES: readonly Category[] = Object.freeze([
   listPaging,
   metadataFilter,
   serialization,
+  storeRecords,
   deltaHistory,
   badInput,
   graphs,

@@ -68,7 +68,7 @@ export class JsonFileStore implements CheckpointStore {
     }
     return { ancestors };
   }
-  async getChunks(threadId: string, hash: string) { return this.data.chunks.filter((c) => c.threadId === threadId && c.hash === hash); }
+  async getChunks(threadId: string, hashes: string[]) { return this.data.chunks.filter((c) => c.threadId === threadId && hashes.includes(c.hash)); }
   async getBlobs(scope: ThreadScope, keys: Array<{ channel: string; version: string }>) {
     return this.data.blobs.filter((b) => inScope(scope)(b) && keys.some((k) => k.channel === b.channel && k.version === b.version));
   }

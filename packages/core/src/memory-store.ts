@@ -35,8 +35,8 @@ export interface MemoryStoreOptions {
 interface ThreadData {
   /** namespace → checkpoint id → record */
   checkpoints: Map<string, Map<string, CheckpointRecord>>;
-  /** namespace → `channel\0version` → blob */
-  blobs: Map<string, Map<string, BlobRecord>>;
+  /** namespace → channel → version → blob */
+  blobs: Map<string, Map<string, Map<string, BlobRecord>>>;
   /** namespace → checkpoint id → `taskId\0idx` → write */
   writes: Map<string, Map<string, Map<string, WriteRecord>>>;
   /** hash → index → chunk */
@@ -64,6 +64,7 @@ export class MemoryStore implements CheckpointStore {
       nativeMetadataFilter: false,
       persistent: false,
       commandEvents: true,
+      valueRefs: true,
     };
   }
 
@@ -76,10 +77,10 @@ export class MemoryStore implements CheckpointStore {
     const thread = this.thread(request.record.threadId, true);
     const ns = request.record.checkpointNs;
     for (const chunk of request.chunks) putChunk(thread, chunk);
-    const blobs = getOrCreate(thread.blobs, ns, () => new Map<string, BlobRecord>());
+    const blobs = getOrCreate(thread.blobs, ns, () => new Map<string, Map<string, BlobRecord>>());
     for (const blob of request.blobs) {
-      const key = blobKey(blob.channel, blob.version);
-      if (!blobs.has(key)) blobs.set(key, cloneBlob(blob));
+      const versions = getOrCreate(blobs, blob.channel, () => new Map<string, BlobRecord>());
+      if (!versions.has(blob.version)) versions.set(blob.version, cloneBlob(blob));
     }
     getOrCreate(thread.checkpoints, ns, () => new Map<string, CheckpointRecord>()).set(request.record.checkpointId, cloneRecord(request.record));
   }
@@ -153,23 +154,33 @@ export class MemoryStore implements CheckpointStore {
       const ancestorBlobs: BlobRecord[] = [];
       for (const channel of wanted) {
         const version = record.channelVersions[channel];
-        const blob = version === undefined ? undefined : blobs?.get(blobKey(channel, version));
-        if (blob) ancestorBlobs.push(cloneBlob(blob));
+        if (version === undefined) continue;
+        const blob = blobs?.get(channel)?.get(version);
+        ancestorBlobs.push(...channelBlobs(blobs, channel, version, record.deltaRoots?.[channel]));
         if (blob && blob.value.type !== "empty") unseeded.delete(channel);
       }
       const writes = [...(thread.writes.get(query.checkpointNs)?.get(id)?.values() ?? [])]
         .filter((w) => wanted.has(w.channel))
         .map((w) => ({ ...w, value: cloneValue(w.value) }));
-      ancestors.push({ checkpointId: id, parentCheckpointId: record.parentCheckpointId, channelVersions: { ...record.channelVersions }, blobs: ancestorBlobs, writes });
+      const ancestor: HistoryAncestor = {
+        checkpointId: id,
+        parentCheckpointId: record.parentCheckpointId,
+        channelVersions: { ...record.channelVersions },
+        blobs: ancestorBlobs,
+        writes,
+      };
+      if (record.deltaRoots) ancestor.deltaRoots = { ...record.deltaRoots };
+      ancestors.push(ancestor);
       id = record.parentCheckpointId;
     }
-    return { ancestors };
+    return { ancestors, chunks: referencedChunks(thread, ancestors.flatMap((a) => [...a.blobs.map((b) => b.value), ...a.writes.map((w) => w.value)])) };
   }
 
-  async getChunks(threadId: string, hash: string): Promise<ChunkRecord[]> {
+  async getChunks(threadId: string, hashes: string[]): Promise<ChunkRecord[]> {
     this.check("getChunks");
-    const chunks = this.threads.get(threadId)?.chunks.get(hash);
-    return chunks ? [...chunks.values()].map((c) => ({ ...c, data: c.data.slice() })) : [];
+    const thread = this.threads.get(threadId);
+    if (!thread) return [];
+    return [...new Set(hashes)].flatMap((hash) => [...(thread.chunks.get(hash)?.values() ?? [])].map((c) => ({ ...c, data: c.data.slice() })));
   }
 
   async getBlobs(scope: ThreadScope, keys: Array<{ channel: string; version: string }>): Promise<BlobRecord[]> {
@@ -177,7 +188,7 @@ export class MemoryStore implements CheckpointStore {
     const blobs = this.threads.get(scope.threadId)?.blobs.get(scope.checkpointNs);
     const out: BlobRecord[] = [];
     for (const { channel, version } of keys) {
-      const blob = blobs?.get(blobKey(channel, version));
+      const blob = blobs?.get(channel)?.get(version);
       if (blob) out.push(cloneBlob(blob));
     }
     return out;
@@ -209,24 +220,46 @@ export class MemoryStore implements CheckpointStore {
     const blobs = thread.blobs.get(record.checkpointNs);
     const found: BlobRecord[] = [];
     for (const [channel, version] of Object.entries(record.channelVersions)) {
-      const blob = blobs?.get(blobKey(channel, version));
-      if (blob) found.push(cloneBlob(blob));
+      found.push(...channelBlobs(blobs, channel, version, record.deltaRoots?.[channel]));
     }
     const writes = [...(thread.writes.get(record.checkpointNs)?.get(record.checkpointId)?.values() ?? [])].map((w) => ({
       ...w,
       value: cloneValue(w.value),
     }));
-    return { record: cloneRecord(record), blobs: found, writes };
+    const chunks = referencedChunks(thread, [...found.map((b) => b.value), ...writes.map((w) => w.value)]);
+    return { record: cloneRecord(record), blobs: found, writes, chunks };
   }
+}
+
+/**
+ * The blob of a channel at a version, or, when the checkpoint names a delta root for it, every blob
+ * of the channel from that root to the version (the delta chain is among them).
+ */
+function channelBlobs(blobs: Map<string, Map<string, BlobRecord>> | undefined, channel: string, version: string, root: string | undefined): BlobRecord[] {
+  const versions = blobs?.get(channel);
+  if (!versions) return [];
+  if (root === undefined) {
+    const blob = versions.get(version);
+    return blob ? [cloneBlob(blob)] : [];
+  }
+  const out: BlobRecord[] = [];
+  for (const [v, blob] of versions) if (v >= root && v <= version) out.push(cloneBlob(blob));
+  return out;
+}
+
+/** Every chunk (all indices) of the hashes the values reference, shared pieces and split values alike. */
+function referencedChunks(thread: ThreadData, values: SerializedValue[]): ChunkRecord[] {
+  const hashes = new Set<string>();
+  for (const value of values) {
+    for (const hash of value.refs ?? []) hashes.add(hash);
+    if (value.chunkRef) hashes.add(value.chunkRef.hash);
+  }
+  return [...hashes].flatMap((hash) => [...(thread.chunks.get(hash)?.values() ?? [])].map((c) => ({ ...c, data: c.data.slice() })));
 }
 
 function putChunk(thread: ThreadData, chunk: ChunkRecord): void {
   const chunks = getOrCreate(thread.chunks, chunk.hash, () => new Map<number, ChunkRecord>());
   if (!chunks.has(chunk.index)) chunks.set(chunk.index, { ...chunk, data: chunk.data.slice() });
-}
-
-function blobKey(channel: string, version: string): string {
-  return `${channel}\u0000${version}`;
 }
 
 function maxKey(map: Map<string, unknown>): string | undefined {
@@ -245,7 +278,12 @@ function getOrCreate<K, V>(map: Map<K, V>, key: K, create: () => V): V {
 }
 
 function cloneValue(value: SerializedValue): SerializedValue {
-  return { ...value, data: value.data.slice(), ...(value.chunkRef ? { chunkRef: { ...value.chunkRef } } : {}) };
+  return {
+    ...value,
+    data: value.data.slice(),
+    ...(value.chunkRef ? { chunkRef: { ...value.chunkRef } } : {}),
+    ...(value.refs ? { refs: [...value.refs] } : {}),
+  };
 }
 
 function cloneBlob(blob: BlobRecord): BlobRecord {
@@ -259,5 +297,6 @@ function cloneRecord(record: CheckpointRecord): CheckpointRecord {
     metadata: cloneValue(record.metadata),
     metadataJson: structuredClone(record.metadataJson),
     channelVersions: { ...record.channelVersions },
+    ...(record.deltaRoots ? { deltaRoots: { ...record.deltaRoots } } : {}),
   };
 }

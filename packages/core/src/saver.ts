@@ -409,7 +409,7 @@ export class ResumableSaver extends BaseCheckpointSaver {
 
   private async reassemble(scope: Scope, value: SerializedValue, target: string): Promise<SerializedValue> {
     if (!value.chunkRef) return value;
-    return joinChunks(value, await this.store.getChunks(scope.threadId, value.chunkRef.hash), target);
+    return joinChunks(value, await this.store.getChunks(scope.threadId, [value.chunkRef.hash]), target);
   }
 
   /**

@@ -17,10 +17,20 @@ export interface SerializedValue {
   /**
    * The serialized bytes. When the value was split because it exceeded the store's
    * {@link StoreCapabilities.maxItemBytes}, this is empty and {@link chunkRef} names the chunks.
+   * When {@link refs} is set, each `0x00` byte marks where one shared piece goes back in.
    */
   data: Uint8Array;
   /** Present when the bytes live in {@link ChunkRecord}s rather than inline. */
   chunkRef?: ChunkRef;
+  /**
+   * Content hashes of the shared pieces this value is made of, in order, one per `0x00` byte of
+   * {@link data}. A piece (a large message, a long string) that reaches the saver several times (as
+   * an input, a write, a channel value) is stored once per thread, as a {@link ChunkRecord} with
+   * index 0 keyed by its hash, and referenced from every value that holds it. Stores keep the list
+   * as data beside the value and return it unchanged; a store that can fetch the referenced pieces
+   * in the same query returns them in {@link StoredCheckpoint.chunks}.
+   */
+  refs?: string[];
 }
 
 /** Where the bytes of a split value live: content-addressed chunks of one thread. */
@@ -33,7 +43,11 @@ export interface ChunkRef {
   size: number;
 }
 
-/** One piece of a value that was too large for one item. Keyed by `(threadId, hash, index)`. */
+/**
+ * Content-addressed bytes of one thread, keyed by `(threadId, hash, index)`: a piece of a value that
+ * was too large for one item ({@link ChunkRef}), or a shared piece that values reference through
+ * {@link SerializedValue.refs} (index 0). Insert-or-ignore: the same key always holds the same bytes.
+ */
 export interface ChunkRecord {
   hash: string;
   index: number;
@@ -68,6 +82,14 @@ export interface CheckpointRecord extends ThreadScope {
    * needs (and the nearest seed of a delta channel) without deserializing anything.
    */
   channelVersions: Record<string, string>;
+  /**
+   * For each channel whose blob at {@link channelVersions} is a delta ({@link BlobRecord.baseVersion}),
+   * the version of the whole value its chain of deltas starts from. Reading the checkpoint needs
+   * every blob of that channel with `deltaRoots[channel] <= version <= channelVersions[channel]`
+   * (strings compared by code point): the chain is among them, and core follows its base links.
+   * Absent when no channel of this checkpoint is a delta.
+   */
+  deltaRoots?: Record<string, string>;
 }
 
 /**
@@ -104,10 +126,21 @@ export interface WriteRecord {
 /** Everything `getCheckpoint` returns for one checkpoint. */
 export interface StoredCheckpoint {
   record: CheckpointRecord;
-  /** The blobs for the `(channel, version)` pairs of `record.channelVersions` that exist. */
+  /**
+   * The blobs for the `(channel, version)` pairs of `record.channelVersions` that exist, and, for each
+   * channel of `record.deltaRoots`, every blob of that channel in the range `[root, version]`
+   * (see {@link CheckpointRecord.deltaRoots}). Extra blobs are harmless; missing ones cost core an
+   * extra {@link CheckpointStore.getBlobs} call per link of the chain.
+   */
   blobs: BlobRecord[];
   /** The checkpoint's pending writes, in any order (core sorts them). */
   writes: WriteRecord[];
+  /**
+   * Optional: chunks and shared pieces referenced by the blobs and writes above (through
+   * {@link SerializedValue.refs} or {@link SerializedValue.chunkRef}), when the store could fetch them
+   * in the same round trip. Core fetches whatever is missing with one {@link CheckpointStore.getChunks}.
+   */
+  chunks?: ChunkRecord[];
 }
 
 /** What `putCheckpoint` stores: visible all at once, or not at all. */
@@ -163,7 +196,12 @@ export interface HistoryAncestor {
   checkpointId: string;
   parentCheckpointId: string | undefined;
   channelVersions: Record<string, string>;
-  /** This ancestor's blobs for the requested channels at the versions it references (seeds). */
+  /** The ancestor's {@link CheckpointRecord.deltaRoots}, when it has any. */
+  deltaRoots?: Record<string, string>;
+  /**
+   * This ancestor's blobs for the requested channels at the versions it references (seeds), and for a
+   * requested channel in {@link deltaRoots}, every blob of its range, as for a checkpoint.
+   */
   blobs: BlobRecord[];
   /** This ancestor's writes on the requested channels, in any order. */
   writes: WriteRecord[];
@@ -177,6 +215,8 @@ export interface HistoryResult {
    * links and stops per channel.
    */
   ancestors: HistoryAncestor[];
+  /** Optional: chunks and pieces the returned blobs and writes reference (see {@link StoredCheckpoint.chunks}). */
+  chunks?: ChunkRecord[];
 }
 
 /** One database command, reported to an instrumentation listener (crash injection, counting). */
@@ -210,6 +250,12 @@ export interface StoreCapabilities {
    * the crash suite then counts store calls instead of commands).
    */
   commandEvents: boolean;
+  /**
+   * The store keeps {@link SerializedValue.refs} of blobs and writes (default `false`). Only then does
+   * core store a large message or string once per thread and reference it from every value that
+   * holds it; without it, every value is stored whole.
+   */
+  valueRefs: boolean;
 }
 
 /** Defaults for every capability a store does not declare. */
@@ -218,6 +264,7 @@ export const DEFAULT_CAPABILITIES: StoreCapabilities = Object.freeze({
   nativeMetadataFilter: false,
   persistent: true,
   commandEvents: false,
+  valueRefs: false,
 });
 
 /**
@@ -269,8 +316,11 @@ export interface CheckpointStore {
    */
   getHistory(query: HistoryQuery): Promise<HistoryResult>;
 
-  /** Fetches chunks of a split value, by hash. Missing chunks are simply absent from the result. */
-  getChunks(threadId: string, hash: string): Promise<ChunkRecord[]>;
+  /**
+   * Fetches every chunk (every index) of each hash, in one call. Missing ones are simply absent from
+   * the result.
+   */
+  getChunks(threadId: string, hashes: string[]): Promise<ChunkRecord[]>;
 
   /**
    * Fetches blobs by `(channel, version)`, for resolving delta blobs whose base the first fetch did not

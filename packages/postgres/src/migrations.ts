@@ -79,6 +79,18 @@ export const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    // Delta chains and shared pieces: a checkpoint names the root of each delta channel's chain, and a
+    // blob or write lists the pieces (rows of the chunks table) it is made of. Rows written by version 1
+    // have neither and read as before.
+    version: 2,
+    description: "delta roots, piece references",
+    statements: (s) => [
+      `ALTER TABLE ${s}.${TABLES.checkpoints} ADD COLUMN delta_roots jsonb`,
+      `ALTER TABLE ${s}.${TABLES.blobs} ADD COLUMN refs jsonb`,
+      `ALTER TABLE ${s}.${TABLES.writes} ADD COLUMN refs jsonb`,
+    ],
+  },
 ];
 
 /** The newest schema version this package knows. */

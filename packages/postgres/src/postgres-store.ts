@@ -89,12 +89,18 @@ function rowSource(p: Params, fixed: string[], types: string[], rows: unknown[][
   return `SELECT ${[...fixed, "u.*"].join(", ")} FROM unnest(${arrays.join(", ")}) AS u`;
 }
 
-const VALUE_TYPES = ["text", "bytea", "jsonb"];
-const valueCells = (value: SerializedValue): unknown[] => [value.type, buffer(value.data), value.chunkRef ? JSON.stringify(value.chunkRef) : null];
+const VALUE_TYPES = ["text", "bytea", "jsonb", "jsonb"];
+/** `type, data, chunk, refs` cells of a serialized value (refs: the shared pieces it is made of, as a JSON array). */
+const valueCells = (value: SerializedValue): unknown[] => [
+  value.type,
+  buffer(value.data),
+  value.chunkRef ? JSON.stringify(value.chunkRef) : null,
+  value.refs && value.refs.length > 0 ? JSON.stringify(value.refs) : null,
+];
 
 /** A row of the combined result of the read queries: one checkpoint, blob or write per row. */
 interface ReadRow {
-  kind: "c" | "b" | "w";
+  kind: "c" | "b" | "w" | "p";
   pos: string | number;
   thread_id: string;
   checkpoint_ns: string;
@@ -115,6 +121,8 @@ interface ReadRow {
   metadata_json: Record<string, unknown> | null;
   metadata_json_raw: Buffer | null;
   channel_versions: Record<string, string> | null;
+  delta_roots: Record<string, string> | null;
+  refs: string[] | null;
 }
 
 /**
@@ -167,6 +175,7 @@ export class PostgresStore implements CheckpointStore {
       nativeMetadataFilter: true,
       persistent: true,
       commandEvents: true,
+      valueRefs: true,
     };
   }
 
@@ -316,7 +325,7 @@ export class PostgresStore implements CheckpointStore {
     });
     if (blobRows.length > 0) {
       ctes.push(
-        `blobs AS (INSERT INTO ${this.t.blobs} (thread_id, checkpoint_ns, channel, version, value_type, value_data, value_chunk, base_version) ` +
+        `blobs AS (INSERT INTO ${this.t.blobs} (thread_id, checkpoint_ns, channel, version, value_type, value_data, value_chunk, refs, base_version) ` +
           `${rowSource(p, [thread, ns], ["text", "text", ...VALUE_TYPES, "text"], blobRows)} ON CONFLICT DO NOTHING)`,
       );
     }
@@ -325,14 +334,16 @@ export class PostgresStore implements CheckpointStore {
       (ctes.length > 0 ? `WITH ${ctes.join(", ")} ` : "") +
       `INSERT INTO ${this.t.checkpoints} (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, ` +
       `checkpoint_type, checkpoint_data, checkpoint_chunk, metadata_type, metadata_data, metadata_chunk, ` +
-      `metadata_json, metadata_json_raw, channel_versions) VALUES (${thread}, ${ns}, ${p.add(record.checkpointId)}, ` +
+      `metadata_json, metadata_json_raw, channel_versions, delta_roots) VALUES (${thread}, ${ns}, ${p.add(record.checkpointId)}, ` +
       `${p.add(record.parentCheckpointId ?? null)}, ${valueParams(p, record.checkpoint)}, ${valueParams(p, record.metadata)}, ` +
-      `${p.add(json)}::jsonb, ${p.add(raw)}, ${p.add(JSON.stringify(record.channelVersions))}::jsonb) ` +
+      `${p.add(json)}::jsonb, ${p.add(raw)}, ${p.add(JSON.stringify(record.channelVersions))}::jsonb, ` +
+      `${p.add(record.deltaRoots ? JSON.stringify(record.deltaRoots) : null)}::jsonb) ` +
       `ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET ` +
       `parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, checkpoint_type = EXCLUDED.checkpoint_type, ` +
       `checkpoint_data = EXCLUDED.checkpoint_data, checkpoint_chunk = EXCLUDED.checkpoint_chunk, ` +
       `metadata_type = EXCLUDED.metadata_type, metadata_data = EXCLUDED.metadata_data, metadata_chunk = EXCLUDED.metadata_chunk, ` +
-      `metadata_json = EXCLUDED.metadata_json, metadata_json_raw = EXCLUDED.metadata_json_raw, channel_versions = EXCLUDED.channel_versions`;
+      `metadata_json = EXCLUDED.metadata_json, metadata_json_raw = EXCLUDED.metadata_json_raw, channel_versions = EXCLUDED.channel_versions, ` +
+      `delta_roots = EXCLUDED.delta_roots`;
     await this.run("INSERT checkpoint", "putCheckpoint", sql, p.values);
   }
 
@@ -362,11 +373,12 @@ export class PostgresStore implements CheckpointStore {
       const onConflict =
         request.mode === "upsert"
           ? `ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET channel = EXCLUDED.channel, ` +
-            `value_type = EXCLUDED.value_type, value_data = EXCLUDED.value_data, value_chunk = EXCLUDED.value_chunk, task_path = EXCLUDED.task_path`
+            `value_type = EXCLUDED.value_type, value_data = EXCLUDED.value_data, value_chunk = EXCLUDED.value_chunk, refs = EXCLUDED.refs, ` +
+            `task_path = EXCLUDED.task_path`
           : "ON CONFLICT DO NOTHING";
       sql =
         (chunkInsert ? `WITH chunks AS (${chunkInsert}) ` : "") +
-        `INSERT INTO ${this.t.writes} (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, value_type, value_data, value_chunk, task_path) ` +
+        `INSERT INTO ${this.t.writes} (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, value_type, value_data, value_chunk, refs, task_path) ` +
         `${rowSource(p, [thread, ns, checkpointId], ["text", "integer", "text", ...VALUE_TYPES, "text"], rows)} ${onConflict}`;
     }
     await this.run("INSERT writes", "putWrites", sql, p.values);
@@ -459,58 +471,70 @@ export class PostgresStore implements CheckpointStore {
       `ARRAY(SELECT ch FROM unnest(${list}) AS ch WHERE NOT EXISTS (SELECT 1 FROM ${blobs} b ` +
       `WHERE b.thread_id = p.thread_id AND b.checkpoint_ns = p.checkpoint_ns AND b.channel = ch ` +
       `AND b.version = p.channel_versions ->> ch AND b.value_type <> 'empty'))`;
+    const range = (c: string) =>
+      `b.version COLLATE "C" BETWEEN COALESCE(${c}.delta_roots ->> b.channel, ${c}.channel_versions ->> b.channel) AND ${c}.channel_versions ->> b.channel`;
     const sql =
       `WITH RECURSIVE chain AS (` +
-      `SELECT p.thread_id, p.checkpoint_id, p.parent_checkpoint_id, p.channel_versions, 1 AS depth, ${unseeded(`${channels}::text[]`)} AS remaining ` +
+      `SELECT p.thread_id, p.checkpoint_id, p.parent_checkpoint_id, p.channel_versions, p.delta_roots, 1 AS depth, ${unseeded(`${channels}::text[]`)} AS remaining ` +
       `FROM ${cp} t JOIN ${cp} p ON p.thread_id = t.thread_id AND p.checkpoint_ns = t.checkpoint_ns AND p.checkpoint_id = t.parent_checkpoint_id ` +
       `WHERE t.thread_id = ${thread} AND t.checkpoint_ns = ${ns} AND t.checkpoint_id = ${target} ` +
       `UNION ALL ` +
-      `SELECT p.thread_id, p.checkpoint_id, p.parent_checkpoint_id, p.channel_versions, c.depth + 1, ${unseeded("c.remaining")} ` +
+      `SELECT p.thread_id, p.checkpoint_id, p.parent_checkpoint_id, p.channel_versions, p.delta_roots, c.depth + 1, ${unseeded("c.remaining")} ` +
       `FROM chain c JOIN ${cp} p ON p.thread_id = c.thread_id AND p.checkpoint_ns = ${ns} AND p.checkpoint_id = c.parent_checkpoint_id ` +
-      `WHERE cardinality(c.remaining) > 0) ` +
-      `SELECT 'c' AS kind, c.depth AS pos, c.checkpoint_id, c.parent_checkpoint_id, NULL::text AS channel, NULL::text AS key, ` +
-      `NULL::integer AS idx, NULL::text AS extra, NULL::text AS type, NULL::bytea AS data, NULL::jsonb AS chunk, c.channel_versions ` +
-      `FROM chain c ` +
-      `UNION ALL ` +
-      `SELECT 'b', c.depth, c.checkpoint_id, NULL, b.channel, b.version, NULL, b.base_version, b.value_type, b.value_data, b.value_chunk, NULL ` +
+      `WHERE cardinality(c.remaining) > 0), ` +
+      `bl AS (SELECT c.depth, c.checkpoint_id, b.channel, b.version, b.base_version, b.value_type, b.value_data, b.value_chunk, b.refs ` +
       `FROM chain c JOIN ${blobs} b ON b.thread_id = ${thread} AND b.checkpoint_ns = ${ns} ` +
-      `AND b.channel = ANY(${channels}::text[]) AND b.version = c.channel_versions ->> b.channel ` +
-      `UNION ALL ` +
-      `SELECT 'w', c.depth, c.checkpoint_id, NULL, w.channel, w.task_id, w.idx, w.task_path, w.value_type, w.value_data, w.value_chunk, NULL ` +
+      `AND b.channel = ANY(${channels}::text[]) AND ${range("c")}), ` +
+      `wr AS (SELECT c.depth, c.checkpoint_id, w.channel, w.task_id, w.idx, w.task_path, w.value_type, w.value_data, w.value_chunk, w.refs ` +
       `FROM chain c JOIN ${writes} w ON w.thread_id = ${thread} AND w.checkpoint_ns = ${ns} AND w.checkpoint_id = c.checkpoint_id ` +
-      `AND w.channel = ANY(${channels}::text[])`;
+      `AND w.channel = ANY(${channels}::text[])), ` +
+      `${piecesCte(this.t.chunks, thread)} ` +
+      `SELECT 'c' AS kind, c.depth AS pos, c.checkpoint_id, c.parent_checkpoint_id, NULL::text AS channel, NULL::text AS key, ` +
+      `NULL::integer AS idx, NULL::text AS extra, NULL::text AS type, NULL::bytea AS data, NULL::jsonb AS chunk, NULL::jsonb AS refs, ` +
+      `c.channel_versions, c.delta_roots FROM chain c ` +
+      `UNION ALL ` +
+      `SELECT 'b', depth, checkpoint_id, NULL, channel, version, NULL, base_version, value_type, value_data, value_chunk, refs, NULL, NULL FROM bl ` +
+      `UNION ALL ` +
+      `SELECT 'w', depth, checkpoint_id, NULL, channel, task_id, idx, task_path, value_type, value_data, value_chunk, refs, NULL, NULL FROM wr ` +
+      `UNION ALL ` +
+      `SELECT 'p', NULL, NULL, NULL, NULL, hash, idx, NULL, NULL, data, NULL, NULL, NULL, NULL FROM pc`;
     const rows = await this.run<ReadRow>("SELECT history", "getHistory", sql, p.values);
     const byId = new Map<string, HistoryAncestor & { depth: number }>();
+    const chunks: ChunkRecord[] = [];
     for (const row of rows) {
+      if (row.kind === "p") chunks.push(toChunk(row));
       if (row.kind !== "c") continue;
-      byId.set(row.checkpoint_id, {
+      const ancestor: HistoryAncestor & { depth: number } = {
         depth: Number(row.pos),
         checkpointId: row.checkpoint_id,
         parentCheckpointId: row.parent_checkpoint_id ?? undefined,
         channelVersions: row.channel_versions ?? {},
         blobs: [],
         writes: [],
-      });
+      };
+      if (row.delta_roots) ancestor.deltaRoots = row.delta_roots;
+      byId.set(row.checkpoint_id, ancestor);
     }
     for (const row of rows) {
-      const ancestor = byId.get(row.checkpoint_id);
+      const ancestor = row.checkpoint_id === null ? undefined : byId.get(row.checkpoint_id);
       if (!ancestor) continue;
       if (row.kind === "b") ancestor.blobs.push(toBlob(row));
       else if (row.kind === "w") ancestor.writes.push(toWrite(row));
     }
     const ancestors = [...byId.values()].sort((a, b) => a.depth - b.depth).map(({ depth: _depth, ...ancestor }) => ancestor);
-    return { ancestors };
+    return { ancestors, chunks };
   }
 
-  async getChunks(threadId: string, hash: string): Promise<ChunkRecord[]> {
+  async getChunks(threadId: string, hashes: string[]): Promise<ChunkRecord[]> {
     this.check();
     checkId("thread_id", threadId);
-    checkId("chunk hash", hash);
+    if (hashes.length === 0) return [];
+    for (const hash of hashes) checkId("chunk hash", hash);
     const rows = await this.run<{ hash: string; idx: number; data: Buffer }>(
       "SELECT chunks",
       "getChunks",
-      `SELECT hash, idx, data FROM ${this.t.chunks} WHERE thread_id = $1 AND hash = $2 ORDER BY idx`,
-      [threadId, hash],
+      `SELECT hash, idx, data FROM ${this.t.chunks} WHERE thread_id = $1 AND hash = ANY($2::text[]) ORDER BY hash, idx`,
+      [threadId, [...new Set(hashes)]],
     );
     return rows.map((row) => ({ hash: row.hash, index: row.idx, data: bytes(row.data) }));
   }
@@ -583,21 +607,53 @@ export class PostgresStore implements CheckpointStore {
     const { checkpoints, blobs, writes } = this.t;
     return (
       `WITH cp AS (SELECT *, row_number() OVER (ORDER BY thread_id DESC, checkpoint_ns DESC, checkpoint_id DESC) AS pos ` +
-      `FROM ${checkpoints} WHERE ${where} ORDER BY thread_id DESC, checkpoint_ns DESC, checkpoint_id DESC LIMIT ${limit}) ` +
+      `FROM ${checkpoints} WHERE ${where} ORDER BY thread_id DESC, checkpoint_ns DESC, checkpoint_id DESC LIMIT ${limit}), ` +
+      // The blob at each channel's version, or, for a delta channel, every blob from its chain's root to it.
+      `bl AS (SELECT cp.pos, cp.thread_id, cp.checkpoint_ns, cp.checkpoint_id, b.channel, b.version, b.base_version, ` +
+      `b.value_type, b.value_data, b.value_chunk, b.refs ` +
+      `FROM cp CROSS JOIN LATERAL jsonb_each_text(cp.channel_versions) AS v(channel, version) ` +
+      `JOIN ${blobs} b ON b.thread_id = cp.thread_id AND b.checkpoint_ns = cp.checkpoint_ns AND b.channel = v.channel ` +
+      `AND b.version COLLATE "C" BETWEEN COALESCE(cp.delta_roots ->> v.channel, v.version) AND v.version), ` +
+      `wr AS (SELECT cp.pos, cp.thread_id, cp.checkpoint_ns, cp.checkpoint_id, w.channel, w.task_id, w.idx, w.task_path, ` +
+      `w.value_type, w.value_data, w.value_chunk, w.refs ` +
+      `FROM cp JOIN ${writes} w ON w.thread_id = cp.thread_id AND w.checkpoint_ns = cp.checkpoint_ns AND w.checkpoint_id = cp.checkpoint_id), ` +
+      `${piecesCte(this.t.chunks, "h.thread_id", ["SELECT thread_id, checkpoint_chunk ->> 'hash' FROM cp WHERE checkpoint_chunk IS NOT NULL", "SELECT thread_id, metadata_chunk ->> 'hash' FROM cp WHERE metadata_chunk IS NOT NULL"])} ` +
       `SELECT 'c' AS kind, pos, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, NULL::text AS channel, ` +
       `NULL::text AS key, NULL::integer AS idx, NULL::text AS extra, checkpoint_type AS type, checkpoint_data AS data, ` +
-      `checkpoint_chunk AS chunk, metadata_type, metadata_data, metadata_chunk, metadata_json, metadata_json_raw, channel_versions FROM cp ` +
+      `checkpoint_chunk AS chunk, NULL::jsonb AS refs, metadata_type, metadata_data, metadata_chunk, metadata_json, metadata_json_raw, ` +
+      `channel_versions, delta_roots FROM cp ` +
       `UNION ALL ` +
-      `SELECT 'b', cp.pos, cp.thread_id, cp.checkpoint_ns, cp.checkpoint_id, NULL, b.channel, b.version, NULL, b.base_version, ` +
-      `b.value_type, b.value_data, b.value_chunk, NULL, NULL, NULL, NULL, NULL, NULL ` +
-      `FROM cp CROSS JOIN LATERAL jsonb_each_text(cp.channel_versions) AS v(channel, version) ` +
-      `JOIN ${blobs} b ON b.thread_id = cp.thread_id AND b.checkpoint_ns = cp.checkpoint_ns AND b.channel = v.channel AND b.version = v.version ` +
+      `SELECT 'b', pos, thread_id, checkpoint_ns, checkpoint_id, NULL, channel, version, NULL, base_version, ` +
+      `value_type, value_data, value_chunk, refs, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM bl ` +
       `UNION ALL ` +
-      `SELECT 'w', cp.pos, cp.thread_id, cp.checkpoint_ns, cp.checkpoint_id, NULL, w.channel, w.task_id, w.idx, w.task_path, ` +
-      `w.value_type, w.value_data, w.value_chunk, NULL, NULL, NULL, NULL, NULL, NULL ` +
-      `FROM cp JOIN ${writes} w ON w.thread_id = cp.thread_id AND w.checkpoint_ns = cp.checkpoint_ns AND w.checkpoint_id = cp.checkpoint_id`
+      `SELECT 'w', pos, thread_id, checkpoint_ns, checkpoint_id, NULL, channel, task_id, idx, task_path, ` +
+      `value_type, value_data, value_chunk, refs, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM wr ` +
+      `UNION ALL ` +
+      `SELECT 'p', NULL, thread_id, NULL, NULL, NULL, NULL, hash, idx, NULL, NULL, data, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM pc`
     );
   }
+}
+
+/**
+ * A `pc` CTE: the chunks and shared pieces that the rows of `bl` and `wr` reference (their `refs`, and
+ * the hash of a split value), every index of each, once. `thread` is the thread column or parameter
+ * the references belong to; `extra` adds further `(thread_id, hash)` sources.
+ */
+function piecesCte(chunks: string, thread: string, extra: string[] = []): string {
+  const byThread = thread === "h.thread_id";
+  const t = (table: string) => (byThread ? `${table}.thread_id` : `${thread}::text`);
+  const sources = [
+    `SELECT ${t("bl")}, r.hash FROM bl CROSS JOIN LATERAL jsonb_array_elements_text(bl.refs) AS r(hash) WHERE bl.refs IS NOT NULL`,
+    `SELECT ${t("bl")}, bl.value_chunk ->> 'hash' FROM bl WHERE bl.value_chunk IS NOT NULL`,
+    `SELECT ${t("wr")}, r.hash FROM wr CROSS JOIN LATERAL jsonb_array_elements_text(wr.refs) AS r(hash) WHERE wr.refs IS NOT NULL`,
+    `SELECT ${t("wr")}, wr.value_chunk ->> 'hash' FROM wr WHERE wr.value_chunk IS NOT NULL`,
+    ...(byThread ? extra : []),
+  ];
+  return (
+    `hs AS (${sources.join(" UNION ")}), ` +
+    `pc AS (SELECT c.thread_id, c.hash, c.idx, c.data FROM (SELECT DISTINCT * FROM hs) AS h(thread_id, hash) ` +
+    `JOIN ${chunks} c ON c.thread_id = h.thread_id AND c.hash = h.hash)`
+  );
 }
 
 function timeoutOption(value: unknown, name: string, fallback: number): number {
@@ -637,10 +693,15 @@ function bytes(data: Buffer | null): Uint8Array {
   return data ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : new Uint8Array(0);
 }
 
-function toValue(row: Pick<ReadRow, "type" | "data" | "chunk">): SerializedValue {
+function toValue(row: Pick<ReadRow, "type" | "data" | "chunk"> & { refs?: string[] | null }): SerializedValue {
   const value: SerializedValue = { type: row.type ?? "empty", data: bytes(row.data) };
   if (row.chunk) value.chunkRef = row.chunk;
+  if (row.refs) value.refs = row.refs;
   return value;
+}
+
+function toChunk(row: ReadRow): ChunkRecord {
+  return { hash: row.key!, index: row.idx!, data: bytes(row.data) };
 }
 
 function toBlob(row: ReadRow): BlobRecord {
@@ -670,13 +731,25 @@ function assemble(rows: ReadRow[]): StoredCheckpoint[] {
         : (row.metadata_json ?? {}),
       channelVersions: row.channel_versions ?? {},
     };
+    if (row.delta_roots) record.deltaRoots = row.delta_roots;
     byPos.set(Number(row.pos), { record, blobs: [], writes: [] });
   }
+  const chunksByThread = new Map<string, ChunkRecord[]>();
   for (const row of rows) {
+    if (row.kind === "p") {
+      const list = chunksByThread.get(row.thread_id) ?? [];
+      chunksByThread.set(row.thread_id, list);
+      list.push(toChunk(row));
+      continue;
+    }
     const stored = byPos.get(Number(row.pos));
     if (!stored) continue;
     if (row.kind === "b") stored.blobs.push(toBlob(row));
     else if (row.kind === "w") stored.writes.push(toWrite(row));
+  }
+  for (const stored of byPos.values()) {
+    const chunks = chunksByThread.get(stored.record.threadId);
+    if (chunks) stored.chunks = chunks;
   }
   return [...byPos.entries()].sort((a, b) => a[0] - b[0]).map(([, stored]) => stored);
 }

@@ -195,7 +195,7 @@ describe("PostgresStore", () => {
     expect(got!.blobs.find((b) => b.channel === "ch'7")!.value.chunkRef).toEqual(chunkRef);
     const write42 = got!.writes.find((w) => w.idx === 42)!;
     expect([write42.channel, write42.taskPath, [...write42.value.data]]).toEqual(["ch'42", 'p"42', [...data(42)]]);
-    const chunks = await store.getChunks(t, "big");
+    const chunks = await store.getChunks(t, ["big"]);
     expect(chunks).toHaveLength(n);
     expect([...chunks[300]!.data]).toEqual([...data(300)]);
   });
@@ -225,7 +225,7 @@ describe("PostgresStore", () => {
     const chunks = [0, 1, 2].map((index) => ({ hash: "h1", index, data: new Uint8Array([index, 0, 255]) }));
     await store.putCheckpoint({ record: record(t, cid(0)), blobs: [blob("a", "1"), blob("a", "2")], chunks });
     await store.putCheckpoint({ record: record(t, cid(1)), blobs: [blob("a", "1", json("other"))], chunks: chunks.slice(0, 1) });
-    expect((await store.getChunks(t, "h1")).map((c) => [c.index, [...c.data]])).toEqual([[0, [0, 0, 255]], [1, [1, 0, 255]], [2, [2, 0, 255]]]);
+    expect((await store.getChunks(t, ["h1"])).map((c) => [c.index, [...c.data]])).toEqual([[0, [0, 0, 255]], [1, [1, 0, 255]], [2, [2, 0, 255]]]);
     const blobs = await store.getBlobs({ threadId: t, checkpointNs: "" }, [{ channel: "a", version: "2" }, { channel: "a", version: "1" }, { channel: "a", version: "9" }]);
     expect(blobs.map((b) => [b.version, decode(b.value)]).sort()).toEqual([["1", "a@1"], ["2", "a@2"]]);
   });
@@ -239,10 +239,10 @@ describe("PostgresStore", () => {
     }
     await store.deleteThread(gone);
     expect(await collect(store.listCheckpoints({ threadId: gone }))).toEqual([]);
-    expect(await store.getChunks(gone, "h")).toEqual([]);
+    expect(await store.getChunks(gone, ["h"])).toEqual([]);
     expect(await store.getBlobs({ threadId: gone, checkpointNs: "" }, [{ channel: "a", version: "1" }])).toEqual([]);
     expect(await collect(store.listCheckpoints({ threadId: kept }))).toHaveLength(4);
-    expect(await store.getChunks(kept, "h")).toHaveLength(1);
+    expect(await store.getChunks(kept, ["h"])).toHaveLength(1);
   });
 
   it("reports each database command to an instrumentation listener", async () => {

@@ -80,6 +80,17 @@ export const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    // Delta chains and shared pieces: a checkpoint names the root of each delta channel's chain, and a
+    // blob or write lists the pieces (rows of resumable_chunks) it is made of. Rows written by version 1
+    // have neither and read as before.
+    version: 2,
+    statements: [
+      `ALTER TABLE resumable_checkpoints ADD COLUMN delta_roots TEXT`,
+      `ALTER TABLE resumable_blobs ADD COLUMN refs TEXT`,
+      `ALTER TABLE resumable_writes ADD COLUMN refs TEXT`,
+    ],
+  },
 ];
 
 /** The schema version this package reads and writes. */

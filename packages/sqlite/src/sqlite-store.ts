@@ -77,49 +77,55 @@ const MAX_BUSY_PAUSE_MS = 50;
 const MAX_HISTORY_DEPTH = 1_000_000;
 
 const CHECKPOINT_COLUMNS = `c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint_type,
-  c.checkpoint, c.checkpoint_chunk_ref, c.metadata_type, c.metadata, c.metadata_chunk_ref, c.metadata_json, c.channel_versions`;
+  c.checkpoint, c.checkpoint_chunk_ref, c.metadata_type, c.metadata, c.metadata_chunk_ref, c.metadata_json, c.channel_versions,
+  c.delta_roots`;
 
 const SQL = {
   schemaVersion: `SELECT max(version) AS version FROM ${MIGRATIONS_TABLE}`,
   recordMigration: `INSERT INTO ${MIGRATIONS_TABLE} (version, applied_at) VALUES (?, ?)`,
   insertChunk: `INSERT OR IGNORE INTO resumable_chunks (thread_id, hash, idx, data) VALUES (?, ?, ?, ?)`,
-  insertBlob: `INSERT OR IGNORE INTO resumable_blobs (thread_id, checkpoint_ns, channel, version, type, data, chunk_ref, base_version)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+  insertBlob: `INSERT OR IGNORE INTO resumable_blobs (thread_id, checkpoint_ns, channel, version, type, data, chunk_ref, base_version, refs)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   upsertCheckpoint: `INSERT OR REPLACE INTO resumable_checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id,
-    checkpoint_type, checkpoint, checkpoint_chunk_ref, metadata_type, metadata, metadata_chunk_ref, metadata_json, channel_versions)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    checkpoint_type, checkpoint, checkpoint_chunk_ref, metadata_type, metadata, metadata_chunk_ref, metadata_json, channel_versions,
+    delta_roots) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   upsertWrite: `INSERT OR REPLACE INTO resumable_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data,
-    chunk_ref, task_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    chunk_ref, task_path, refs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   insertWrite: `INSERT OR IGNORE INTO resumable_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data,
-    chunk_ref, task_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    chunk_ref, task_path, refs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   checkpointById: `SELECT ${CHECKPOINT_COLUMNS} FROM resumable_checkpoints c
     WHERE c.thread_id = ? AND c.checkpoint_ns = ? AND c.checkpoint_id = ?`,
   latestCheckpoint: `SELECT ${CHECKPOINT_COLUMNS} FROM resumable_checkpoints c
     WHERE c.thread_id = ? AND c.checkpoint_ns = ? ORDER BY c.checkpoint_id DESC LIMIT 1`,
   // Blobs and writes for a set of checkpoints, keyed through JSON arrays so that one statement serves
   // one checkpoint or a page of them: `@scopes` = [[thread, ns], ...] (a long thread id is sent once),
-  // keys name a scope by index. CROSS JOIN makes SQLite drive the lookups from the keys, through the
+  // keys name a scope by index and a range of versions of one channel (a single version, or a delta
+  // chain's range from its root). CROSS JOIN makes SQLite drive the lookups from the keys, through the
   // primary key, rather than scan a table.
   blobsByKeys: `WITH keys AS (SELECT k.value ->> 0 AS i, (@scopes -> (k.value ->> 0)) ->> 0 AS thread_id,
-      (@scopes -> (k.value ->> 0)) ->> 1 AS checkpoint_ns, k.value ->> 1 AS channel, k.value ->> 2 AS version FROM json_each(@keys) AS k)
-    SELECT keys.i AS scope, b.channel, b.version, b.type, b.data, b.chunk_ref, b.base_version
+      (@scopes -> (k.value ->> 0)) ->> 1 AS checkpoint_ns, k.value ->> 1 AS channel, k.value ->> 2 AS low, k.value ->> 3 AS high
+      FROM json_each(@keys) AS k)
+    SELECT keys.i AS scope, b.channel, b.version, b.type, b.data, b.chunk_ref, b.base_version, b.refs
     FROM keys CROSS JOIN resumable_blobs AS b ON b.thread_id = keys.thread_id AND b.checkpoint_ns = keys.checkpoint_ns
-      AND b.channel = keys.channel AND b.version = keys.version`,
+      AND b.channel = keys.channel AND b.version BETWEEN keys.low AND keys.high`,
   writesByCheckpoints: `WITH keys AS (SELECT k.value ->> 0 AS i, (@scopes -> (k.value ->> 0)) ->> 0 AS thread_id,
       (@scopes -> (k.value ->> 0)) ->> 1 AS checkpoint_ns, k.value ->> 1 AS checkpoint_id FROM json_each(@keys) AS k)
-    SELECT keys.i AS scope, w.checkpoint_id, w.task_id, w.idx, w.channel, w.type, w.data, w.chunk_ref, w.task_path
+    SELECT keys.i AS scope, w.checkpoint_id, w.task_id, w.idx, w.channel, w.type, w.data, w.chunk_ref, w.task_path, w.refs
     FROM keys CROSS JOIN resumable_writes AS w ON w.thread_id = keys.thread_id AND w.checkpoint_ns = keys.checkpoint_ns
       AND w.checkpoint_id = keys.checkpoint_id`,
+  // Chunks and shared pieces by [thread, hash] pairs, every index of each.
+  chunksByKeys: `SELECT k.value ->> 0 AS thread_id, c.hash, c.idx, c.data FROM json_each(@keys) AS k
+    CROSS JOIN resumable_chunks AS c ON c.thread_id = k.value ->> 0 AND c.hash = k.value ->> 1`,
   historyWrites: `WITH keys AS (SELECT k.value AS checkpoint_id FROM json_each(@ids) AS k)
-    SELECT 0 AS scope, w.checkpoint_id, w.task_id, w.idx, w.channel, w.type, w.data, w.chunk_ref, w.task_path
+    SELECT 0 AS scope, w.checkpoint_id, w.task_id, w.idx, w.channel, w.type, w.data, w.chunk_ref, w.task_path, w.refs
     FROM keys CROSS JOIN resumable_writes AS w ON w.thread_id = @thread AND w.checkpoint_ns = @ns AND w.checkpoint_id = keys.checkpoint_id
     WHERE w.channel IN (SELECT value FROM json_each(@channels))`,
   // The parent chain from the target's parent, in one statement. Each row carries the channels still
   // without a seed when the walk reaches it (`pending`) and after it (`remaining`); the walk stops
   // once every requested channel has met a non-"empty" blob, so a deep thread costs only the
   // ancestors back to the nearest seeds.
-  history: `WITH RECURSIVE chain(checkpoint_id, parent_checkpoint_id, channel_versions, pending, remaining, depth) AS (
-      SELECT c.checkpoint_id, c.parent_checkpoint_id, c.channel_versions, @channels,
+  history: `WITH RECURSIVE chain(checkpoint_id, parent_checkpoint_id, channel_versions, delta_roots, pending, remaining, depth) AS (
+      SELECT c.checkpoint_id, c.parent_checkpoint_id, c.channel_versions, c.delta_roots, @channels,
         (SELECT json_group_array(r.value) FROM json_each(@channels) AS r WHERE NOT EXISTS (
           SELECT 1 FROM json_each(c.channel_versions) AS cv CROSS JOIN resumable_blobs AS b
             ON b.thread_id = @thread AND b.checkpoint_ns = @ns AND b.channel = cv.key AND b.version = cv.value
@@ -130,7 +136,7 @@ const SQL = {
         SELECT t.parent_checkpoint_id FROM resumable_checkpoints AS t
         WHERE t.thread_id = @thread AND t.checkpoint_ns = @ns AND t.checkpoint_id = @id)
       UNION ALL
-      SELECT c.checkpoint_id, c.parent_checkpoint_id, c.channel_versions, chain.remaining,
+      SELECT c.checkpoint_id, c.parent_checkpoint_id, c.channel_versions, c.delta_roots, chain.remaining,
         (SELECT json_group_array(r.value) FROM json_each(chain.remaining) AS r WHERE NOT EXISTS (
           SELECT 1 FROM json_each(c.channel_versions) AS cv CROSS JOIN resumable_blobs AS b
             ON b.thread_id = @thread AND b.checkpoint_ns = @ns AND b.channel = cv.key AND b.version = cv.value
@@ -140,8 +146,9 @@ const SQL = {
         ON c.thread_id = @thread AND c.checkpoint_ns = @ns AND c.checkpoint_id = chain.parent_checkpoint_id
       WHERE json_array_length(chain.remaining) > 0 AND chain.depth < ${MAX_HISTORY_DEPTH}
     )
-    SELECT checkpoint_id, parent_checkpoint_id, channel_versions, pending FROM chain ORDER BY depth`,
-  chunks: `SELECT hash, idx, data FROM resumable_chunks WHERE thread_id = ? AND hash = ? ORDER BY idx`,
+    SELECT checkpoint_id, parent_checkpoint_id, channel_versions, delta_roots, pending FROM chain ORDER BY depth`,
+  chunks: `SELECT c.hash, c.idx, c.data FROM json_each(@hashes) AS h CROSS JOIN resumable_chunks AS c
+    ON c.thread_id = @thread AND c.hash = h.value ORDER BY c.hash, c.idx`,
   deleteCheckpoints: `DELETE FROM resumable_checkpoints WHERE thread_id = ?`,
   deleteBlobs: `DELETE FROM resumable_blobs WHERE thread_id = ?`,
   deleteWrites: `DELETE FROM resumable_writes WHERE thread_id = ?`,
@@ -161,6 +168,7 @@ interface CheckpointRow {
   metadata_chunk_ref: string | null;
   metadata_json: string;
   channel_versions: string;
+  delta_roots: string | null;
 }
 
 interface BlobRow {
@@ -171,6 +179,7 @@ interface BlobRow {
   data: Uint8Array;
   chunk_ref: string | null;
   base_version: string | null;
+  refs: string | null;
 }
 
 interface WriteRow {
@@ -183,12 +192,14 @@ interface WriteRow {
   data: Uint8Array;
   chunk_ref: string | null;
   task_path: string;
+  refs: string | null;
 }
 
 interface HistoryRow {
   checkpoint_id: string;
   parent_checkpoint_id: string | null;
   channel_versions: string;
+  delta_roots: string | null;
   pending: string;
 }
 
@@ -265,6 +276,7 @@ export class SqliteStore implements CheckpointStore {
       nativeMetadataFilter: true,
       persistent: !memory,
       commandEvents: true,
+      valueRefs: true,
     };
   }
 
@@ -322,6 +334,7 @@ export class SqliteStore implements CheckpointStore {
             blob.value.data,
             encodeChunkRef(blob.value.chunkRef),
             blob.baseVersion ?? null,
+            encodeRefs(blob.value.refs),
           ),
         );
       }
@@ -339,6 +352,7 @@ export class SqliteStore implements CheckpointStore {
           encodeChunkRef(record.metadata.chunkRef),
           JSON.stringify(record.metadataJson),
           JSON.stringify(record.channelVersions),
+          record.deltaRoots ? JSON.stringify(record.deltaRoots) : null,
         ),
       );
     });
@@ -372,6 +386,7 @@ export class SqliteStore implements CheckpointStore {
             write.value.data,
             encodeChunkRef(write.value.chunkRef),
             write.taskPath,
+            encodeRefs(write.value.refs),
           ),
         );
       }
@@ -484,11 +499,14 @@ export class SqliteStore implements CheckpointStore {
       }));
       // Each ancestor needs its blobs (and writes) only for the channels that had no seed yet when the
       // walk reached it; the others were settled nearer the target.
-      const blobKeys = new Map<string, [number, string, string]>();
-      for (const { channelVersions, pending } of ancestors) {
+      const parsed = ancestors.map((a) => ({ ...a, deltaRoots: a.row.delta_roots ? (JSON.parse(a.row.delta_roots) as Record<string, string>) : undefined }));
+      const blobKeys = new Map<string, [number, string, string, string]>();
+      for (const { channelVersions, deltaRoots, pending } of parsed) {
         for (const channel of pending) {
           const version = channelVersions[channel];
-          if (version !== undefined) blobKeys.set(`${channel}\u0000${version}`, [0, channel, version]);
+          if (version === undefined) continue;
+          const low = deltaRoots?.[channel] ?? version;
+          blobKeys.set(`${channel}\u0000${low}\u0000${version}`, [0, channel, low, version]);
         }
       }
       const blobs = new Map<string, BlobRecord>();
@@ -507,30 +525,43 @@ export class SqliteStore implements CheckpointStore {
         }),
       ) as WriteRow[];
       const writes = groupWrites(writeRows);
-      const result: HistoryAncestor[] = ancestors.map(({ row, channelVersions, pending }) => {
+      const result: HistoryAncestor[] = parsed.map(({ row, channelVersions, deltaRoots, pending }) => {
         const ancestorBlobs: BlobRecord[] = [];
         for (const channel of pending) {
           const version = channelVersions[channel];
-          const blob = version === undefined ? undefined : blobs.get(`${channel}\u0000${version}`);
-          if (blob) ancestorBlobs.push(blob);
+          if (version === undefined) continue;
+          const low = deltaRoots?.[channel];
+          for (const blob of blobs.values()) {
+            if (blob.channel === channel && (low === undefined ? blob.version === version : blob.version >= low && blob.version <= version)) {
+              ancestorBlobs.push(blob);
+            }
+          }
         }
-        return {
+        const ancestor: HistoryAncestor = {
           checkpointId: row.checkpoint_id,
           parentCheckpointId: row.parent_checkpoint_id ?? undefined,
           channelVersions,
           blobs: ancestorBlobs,
           writes: (writes.get(`0\u0000${row.checkpoint_id}`) ?? []).filter((w) => pending.has(w.channel)),
         };
+        if (deltaRoots) ancestor.deltaRoots = deltaRoots;
+        return ancestor;
       });
-      return { ancestors: result };
+      const values = result.flatMap((a) => [...a.blobs.map((b) => b.value), ...a.writes.map((w) => w.value)]);
+      return { ancestors: result, chunks: this.referencedChunks([[query.threadId, values]]).get(query.threadId) ?? [] };
     });
   }
 
-  /** The chunks of one split value, in index order. */
-  async getChunks(threadId: string, hash: string): Promise<ChunkRecord[]> {
+  /** Every chunk of each hash, in one statement. */
+  async getChunks(threadId: string, hashes: string[]): Promise<ChunkRecord[]> {
     checkId(threadId, "thread_id", "getChunks");
+    if (hashes.length === 0) return [];
     await this.ready();
-    const rows = this.run("SELECT chunks", SQL.chunks, (s) => s.all(threadId, hash)) as Array<{ hash: string; idx: number; data: Uint8Array }>;
+    const rows = this.run("SELECT chunks", SQL.chunks, (s) => s.all({ thread: threadId, hashes: JSON.stringify([...new Set(hashes)]) })) as Array<{
+      hash: string;
+      idx: number;
+      data: Uint8Array;
+    }>;
     return rows.map((row) => ({ hash: row.hash, index: row.idx, data: bytes(row.data) }));
   }
 
@@ -542,7 +573,7 @@ export class SqliteStore implements CheckpointStore {
     const rows = this.run("SELECT blobs", SQL.blobsByKeys, (s) =>
       s.all({
         scopes: JSON.stringify([[scope.threadId, scope.checkpointNs]]),
-        keys: JSON.stringify(keys.map((k) => [0, k.channel, k.version])),
+        keys: JSON.stringify(keys.map((k) => [0, k.channel, k.version, k.version])),
       }),
     ) as BlobRow[];
     return rows.map(toBlob);
@@ -669,12 +700,15 @@ export class SqliteStore implements CheckpointStore {
     this.run("INSERT chunk", SQL.insertChunk, (s) => s.run(threadId, chunk.hash, chunk.index, chunk.data));
   }
 
-  /** Loads the blobs and writes of a page of checkpoint rows: two statements, whatever the page size. */
+  /**
+   * Loads the blobs (delta ranges included), writes and referenced chunks of a page of checkpoint
+   * rows: three statements, whatever the page size.
+   */
   private withBlobsAndWrites(rows: CheckpointRow[]): StoredCheckpoint[] {
     if (rows.length === 0) return [];
     const scopes: Array<[string, string]> = [];
     const scopeIndex = new Map<string, number>();
-    const blobKeys = new Map<string, [number, string, string]>();
+    const blobKeys = new Map<string, [number, string, string, string]>();
     const checkpointKeys: Array<[number, string]> = [];
     const parsed = rows.map((row) => {
       const key = `${row.thread_id}\u0000${row.checkpoint_ns}`;
@@ -685,32 +719,80 @@ export class SqliteStore implements CheckpointStore {
         scopeIndex.set(key, scope);
       }
       const channelVersions = JSON.parse(row.channel_versions) as Record<string, string>;
+      const deltaRoots = row.delta_roots ? (JSON.parse(row.delta_roots) as Record<string, string>) : undefined;
       for (const [channel, version] of Object.entries(channelVersions)) {
-        blobKeys.set(`${scope}\u0000${channel}\u0000${version}`, [scope, channel, version]);
+        const low = deltaRoots?.[channel] ?? version;
+        blobKeys.set(`${scope}\u0000${channel}\u0000${low}\u0000${version}`, [scope, channel, low, version]);
       }
       checkpointKeys.push([scope, row.checkpoint_id]);
-      return { row, scope, channelVersions };
+      return { row, scope, channelVersions, deltaRoots };
     });
     const scopesJson = JSON.stringify(scopes);
-    const blobs = new Map<string, BlobRecord>();
+    /** scope → channel → blobs of that channel, in any order */
+    const blobs = new Map<number, Map<string, BlobRecord[]>>();
     if (blobKeys.size > 0) {
       const blobRows = this.run("SELECT blobs", SQL.blobsByKeys, (s) =>
         s.all({ scopes: scopesJson, keys: JSON.stringify([...blobKeys.values()]) }),
       ) as BlobRow[];
-      for (const row of blobRows) blobs.set(`${row.scope}\u0000${row.channel}\u0000${row.version}`, toBlob(row));
+      // Ranges of checkpoints in one page may overlap: each blob is kept once per scope.
+      const seen = new Set<string>();
+      for (const row of blobRows) {
+        const id = `${row.scope}\u0000${row.channel}\u0000${row.version}`;
+        if (seen.has(id)) continue;
+        seen.add(id);
+        const byChannel = blobs.get(row.scope) ?? new Map<string, BlobRecord[]>();
+        blobs.set(row.scope, byChannel);
+        const list = byChannel.get(row.channel) ?? [];
+        byChannel.set(row.channel, list);
+        list.push(toBlob(row));
+      }
     }
     const writeRows = this.run("SELECT writes", SQL.writesByCheckpoints, (s) =>
       s.all({ scopes: scopesJson, keys: JSON.stringify(checkpointKeys) }),
     ) as WriteRow[];
     const writes = groupWrites(writeRows);
-    return parsed.map(({ row, scope, channelVersions }) => {
+    const out = parsed.map(({ row, scope, channelVersions, deltaRoots }) => {
       const found: BlobRecord[] = [];
       for (const [channel, version] of Object.entries(channelVersions)) {
-        const blob = blobs.get(`${scope}\u0000${channel}\u0000${version}`);
-        if (blob) found.push(blob);
+        const low = deltaRoots?.[channel];
+        for (const blob of blobs.get(scope)?.get(channel) ?? []) {
+          if (low === undefined ? blob.version === version : blob.version >= low && blob.version <= version) found.push(blob);
+        }
       }
-      return { record: toRecord(row, channelVersions), blobs: found, writes: writes.get(`${scope}\u0000${row.checkpoint_id}`) ?? [] };
+      const stored: StoredCheckpoint = { record: toRecord(row, channelVersions, deltaRoots), blobs: found, writes: writes.get(`${scope}\u0000${row.checkpoint_id}`) ?? [] };
+      return stored;
     });
+    const chunks = this.referencedChunks(out.map((o) => [o.record.threadId, [...o.blobs.map((b) => b.value), ...o.writes.map((w) => w.value)]]));
+    for (const stored of out) {
+      const mine = chunks.get(stored.record.threadId);
+      if (mine && mine.length > 0) stored.chunks = mine;
+    }
+    return out;
+  }
+
+  /** The chunks and pieces that values reference, fetched in one statement, by thread. */
+  private referencedChunks(groups: Array<[string, SerializedValue[]]>): Map<string, ChunkRecord[]> {
+    const keys = new Map<string, [string, string]>();
+    for (const [threadId, values] of groups) {
+      for (const value of values) {
+        for (const hash of value.refs ?? []) keys.set(`${threadId}\u0000${hash}`, [threadId, hash]);
+        if (value.chunkRef) keys.set(`${threadId}\u0000${value.chunkRef.hash}`, [threadId, value.chunkRef.hash]);
+      }
+    }
+    const out = new Map<string, ChunkRecord[]>();
+    if (keys.size === 0) return out;
+    const rows = this.run("SELECT chunks", SQL.chunksByKeys, (s) => s.all({ keys: JSON.stringify([...keys.values()]) })) as Array<{
+      thread_id: string;
+      hash: string;
+      idx: number;
+      data: Uint8Array;
+    }>;
+    for (const row of rows) {
+      const list = out.get(row.thread_id) ?? [];
+      out.set(row.thread_id, list);
+      list.push({ hash: row.hash, index: row.idx, data: bytes(row.data) });
+    }
+    return out;
   }
 
   /** Runs `body` in one write transaction (`BEGIN IMMEDIATE`, or a savepoint inside the caller's transaction). */
@@ -833,14 +915,19 @@ function encodeChunkRef(ref: ChunkRef | undefined): string | null {
   return ref ? JSON.stringify({ hash: ref.hash, count: ref.count, size: ref.size }) : null;
 }
 
-function toValue(type: string, data: Uint8Array, chunkRef: string | null): SerializedValue {
+function encodeRefs(refs: string[] | undefined): string | null {
+  return refs && refs.length > 0 ? JSON.stringify(refs) : null;
+}
+
+function toValue(type: string, data: Uint8Array, chunkRef: string | null, refs: string | null = null): SerializedValue {
   const value: SerializedValue = { type, data: bytes(data) };
   if (chunkRef !== null) value.chunkRef = JSON.parse(chunkRef) as ChunkRef;
+  if (refs !== null) value.refs = JSON.parse(refs) as string[];
   return value;
 }
 
-function toRecord(row: CheckpointRow, channelVersions: Record<string, string>): CheckpointRecord {
-  return {
+function toRecord(row: CheckpointRow, channelVersions: Record<string, string>, deltaRoots: Record<string, string> | undefined): CheckpointRecord {
+  const record: CheckpointRecord = {
     threadId: row.thread_id,
     checkpointNs: row.checkpoint_ns,
     checkpointId: row.checkpoint_id,
@@ -850,16 +937,18 @@ function toRecord(row: CheckpointRow, channelVersions: Record<string, string>): 
     metadataJson: JSON.parse(row.metadata_json) as Record<string, unknown>,
     channelVersions,
   };
+  if (deltaRoots) record.deltaRoots = deltaRoots;
+  return record;
 }
 
 function toBlob(row: BlobRow): BlobRecord {
-  const blob: BlobRecord = { channel: row.channel, version: row.version, value: toValue(row.type, row.data, row.chunk_ref) };
+  const blob: BlobRecord = { channel: row.channel, version: row.version, value: toValue(row.type, row.data, row.chunk_ref, row.refs) };
   if (row.base_version !== null) blob.baseVersion = row.base_version;
   return blob;
 }
 
 function toWrite(row: WriteRow): WriteRecord {
-  return { taskId: row.task_id, idx: row.idx, channel: row.channel, value: toValue(row.type, row.data, row.chunk_ref), taskPath: row.task_path };
+  return { taskId: row.task_id, idx: row.idx, channel: row.channel, value: toValue(row.type, row.data, row.chunk_ref, row.refs), taskPath: row.task_path };
 }
 
 /** Writes grouped by `scope\0checkpointId`. */

@@ -39,7 +39,7 @@ async function crashAfter(k: number): Promise<string> {
     { channel: "a", version: "1" },
     { channel: "b", version: "1" },
   ]);
-  const chunks = await store.getChunks("crash", "h");
+  const chunks = await store.getChunks("crash", ["h"]);
   await store.close();
   return `${got ? "checkpoint" : "-"}/${blobs.length} blobs/${chunks.length} chunks`;
 }

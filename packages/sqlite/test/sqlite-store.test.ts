@@ -39,7 +39,7 @@ describe("setup and schema", () => {
     await other.setup();
     expect((await other.getCheckpoint({ threadId: "t", checkpointNs: "" }))?.record.checkpointId).toBe(cid(1));
     const db = new Database(path);
-    expect(db.prepare("SELECT version FROM resumable_migrations").all()).toEqual([{ version: SCHEMA_VERSION }]);
+    expect(db.prepare("SELECT version FROM resumable_migrations").all()).toEqual(Array.from({ length: SCHEMA_VERSION }, (_, i) => ({ version: i + 1 })));
     expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
     db.close();
     await Promise.all([store.close(), other.close()]);
@@ -150,11 +150,11 @@ describe("putCheckpoint and getCheckpoint", () => {
     expect(Object.getPrototypeOf(got!.record.checkpoint.data)).toBe(Uint8Array.prototype);
     expect(got?.blobs.find((b) => b.channel === "a")?.baseVersion).toBe("0");
     expect(got?.blobs.find((b) => b.channel === "e")?.value).toEqual(empty());
-    expect(await store.getChunks("fields", ref.hash)).toEqual([
+    expect(await store.getChunks("fields", [ref.hash])).toEqual([
       { hash: ref.hash, index: 0, data: text("hel") },
       { hash: ref.hash, index: 1, data: text("lo") },
     ]);
-    expect(await store.getChunks("other-thread", ref.hash)).toEqual([]);
+    expect(await store.getChunks("other-thread", [ref.hash])).toEqual([]);
     expect(await store.getBlobs({ threadId: "fields", checkpointNs: "sub:1" }, [{ channel: "a", version: "1" }, { channel: "a", version: "9" }])).toEqual([
       { ...blob("a", "1"), baseVersion: "0" },
     ]);
@@ -192,7 +192,7 @@ describe("putCheckpoint and getCheckpoint", () => {
     store.instrument(undefined);
     expect(await store.getCheckpoint({ threadId: "atomic", checkpointNs: "" })).toBeUndefined();
     expect(await store.getBlobs({ threadId: "atomic", checkpointNs: "" }, [{ channel: "a", version: "1" }])).toEqual([]);
-    expect(await store.getChunks("atomic", hash)).toEqual([]);
+    expect(await store.getChunks("atomic", [hash])).toEqual([]);
     // The connection is usable afterwards: the transaction was rolled back, not left open.
     await store.putCheckpoint({ record: record("atomic", cid(1)), blobs: [], chunks: [] });
     expect((await store.getCheckpoint({ threadId: "atomic", checkpointNs: "" }))?.record.checkpointId).toBe(cid(1));
@@ -455,8 +455,8 @@ describe("deleteThread", () => {
       expect(kept?.blobs).toHaveLength(1);
       expect(kept?.writes).toHaveLength(1);
     }
-    expect(await store.getChunks("doomed", "h")).toEqual([]);
-    expect(await store.getChunks("kept", "h")).toHaveLength(1);
+    expect(await store.getChunks("doomed", ["h"])).toEqual([]);
+    expect(await store.getChunks("kept", ["h"])).toHaveLength(1);
     const db = (await store.database()) as unknown as Database.Database;
     expect(db.prepare("SELECT count(*) AS n FROM resumable_writes WHERE thread_id = 'doomed'").get()).toEqual({ n: 0 });
     await store.close();
