@@ -220,6 +220,7 @@ async function main() {
       return `${seen.name}: ${seen.message.split("\n")[0]}`;
     });
     await step(flags.has("--rebuild-sqlite") ? "npm rebuild better-sqlite3" : "give better-sqlite3 its native addon", () => provideSqliteAddon());
+    await step("the root README's example, saved as agent.mjs, runs", () => readmeExample());
     await step("@resumable/sqlite from ESM: a graph interrupts, a new process resumes it through fromConnString", () => graphRun("sqlite", "mjs"));
     await step("@resumable/sqlite from CommonJS: the same", () => graphRun("sqlite", "cjs"));
     await step("resumable-sqlite import-langchain: a LangChain SQLite thread, imported, resumes on ours", () => importLangchain("sqlite"));
@@ -322,6 +323,18 @@ function provideSqliteAddon() {
   mkdirSync(join(target, "build/Release"), { recursive: true });
   copyFileSync(addon, join(target, "build/Release/better_sqlite3.node"));
   return `copied the workspace's compiled better-sqlite3 ${version} (what \`npm rebuild better-sqlite3\` builds; --rebuild-sqlite compiles it)`;
+}
+
+/** The first TypeScript block under "## Ten lines" in the root README, run as the README says. */
+function readmeExample() {
+  const readme = readFileSync(join(root, "README.md"), "utf8");
+  const section = readme.split(/^## Ten lines$/m)[1];
+  const code = /```ts\n([\s\S]*?)```/.exec(section ?? "")?.[1];
+  assert(code, "the root README has no ```ts block under \"## Ten lines\"");
+  writeFileSync(join(project, "agent.mjs"), code);
+  run("node", ["agent.mjs"], { cwd: project });
+  assert(existsSync(join(project, "agent.sqlite")), "agent.mjs wrote no agent.sqlite");
+  return `${code.trim().split("\n").length} lines`;
 }
 
 // ---------------------------------------------------------------------------------------------------
