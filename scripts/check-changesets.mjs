@@ -90,8 +90,11 @@ function pendingChangesets() {
 
 const since = values.since ?? lastRelease();
 const changedFiles = git("diff", "--name-only", `${since}`, "HEAD").split("\n").filter(Boolean);
-// Uncommitted work counts too, so the check can run before committing.
-for (const line of git("status", "--porcelain", "--untracked-files=all").split("\n").filter(Boolean)) changedFiles.push(line.slice(3).split(" -> ").pop());
+// Locally, uncommitted work counts too, so the check can run before committing; CI checks commits only
+// (its tests leave files in the clone).
+if (!process.env.CI) {
+  for (const line of git("status", "--porcelain", "--untracked-files=all").split("\n").filter(Boolean)) changedFiles.push(line.slice(3).split(" -> ").pop());
+}
 const { changesets, problems } = pendingChangesets();
 
 const changed = published
