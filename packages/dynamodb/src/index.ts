@@ -1,0 +1,6 @@
+/**
+ * `@resumable/dynamodb`: under construction (see its issue).
+ *
+ * @packageDocumentation
+ */
+export {};

@@ -1,0 +1,6 @@
+/**
+ * `@resumable/mongodb`: under construction (see its issue).
+ *
+ * @packageDocumentation
+ */
+export {};

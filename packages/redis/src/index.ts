@@ -1,0 +1,6 @@
+/**
+ * `@resumable/redis`: under construction (see its issue).
+ *
+ * @packageDocumentation
+ */
+export {};
