@@ -7,9 +7,10 @@
  * that two branches of a fork share, ours a string unique per write (blobs are keyed by channel and
  * version, so a fork reusing a version would read the other branch's value), and LangGraph compares
  * versions with `<` and `>`, so a thread mixing numbers with strings stops triggering nodes. Every
- * version the target sees comes from `target.getNextVersion`, at the same order position as the
- * source's, and one source version maps to one target version within a lineage, so `versions_seen`
- * still points at the `channel_versions` it saw.
+ * version the target sees comes from `target.getNextVersion`, at a position that keeps the order the
+ * source's versions have among themselves (whatever their format: numbers, padded digits, our
+ * length-prefixed counters), and one source version maps to one target version within a lineage, so
+ * `versions_seen` still points at the `channel_versions` it saw.
  *
  * @module
  */
@@ -208,6 +209,7 @@ async function importLineage(
   onProgress: ImportCheckpointsOptions["onProgress"],
 ): Promise<void> {
   const ordered = parentsFirst(tuples);
+  const positions = rankVersions(tuples);
   const children = new Map<string, number>();
   for (const tuple of ordered) {
     const parent = parentIdOf(tuple);
@@ -224,16 +226,8 @@ async function importLineage(
       const key = `${channel}${KEY_SEPARATOR}${versionKey(version)}`;
       let mapped = versions.get(key);
       if (mapped === undefined) {
-        const position = orderPosition(version);
-        if (position === undefined) {
-          throw new CheckpointImportError(
-            threadId,
-            ns,
-            checkpointId,
-            `channel ${JSON.stringify(channel)} has version ${JSON.stringify(version)}, which has no order position (a number, ` +
-              `or a string starting with digits, as every LangGraph saver writes)`,
-          );
-        }
+        // Every version of the namespace was ranked up front, so this lookup cannot miss.
+        const position = positions.get(versionKey(version))!;
         mapped = target.getNextVersion(position - 1) as string | number;
         versions.set(key, mapped);
       }
@@ -356,16 +350,39 @@ async function importWrites(
 }
 
 /**
- * The order position of a LangGraph channel version: the number itself, or the leading integer of a
- * string (`"00000000000000000000000000000005.0.123"` and ours, `"…05.9f2c…"`, are both 5).
+ * The order position of every channel version a namespace's checkpoints hold (in `channel_versions`
+ * and `versions_seen`), by {@link versionKey}: 1 for the smallest, equal versions sharing one. The
+ * order is the one LangGraph applies to them: numbers by value, strings as strings (it compares with
+ * `<` and `>`). Only the order matters to LangGraph, so the positions need not be the source's
+ * counters, and no format has to be parsed.
  */
-function orderPosition(version: unknown): number | undefined {
-  if (typeof version === "number" && Number.isFinite(version)) return Math.floor(version);
-  if (typeof version === "string") {
-    const digits = /^\d+/.exec(version)?.[0];
-    if (digits !== undefined) return Number.parseInt(digits, 10);
+function rankVersions(tuples: CheckpointTuple[]): Map<string, number> {
+  const distinct = new Map<string, unknown>();
+  const add = (version: unknown) => {
+    if (version !== undefined && version !== null) distinct.set(versionKey(version), version);
+  };
+  for (const { checkpoint } of tuples) {
+    for (const version of Object.values(checkpoint.channel_versions ?? {})) add(version);
+    for (const seen of Object.values(checkpoint.versions_seen ?? {})) for (const version of Object.values(seen ?? {})) add(version);
   }
-  return undefined;
+  const sorted = [...distinct].sort(([, a], [, b]) => compareVersions(a, b));
+  const positions = new Map<string, number>();
+  let position = 0;
+  let previous: unknown;
+  for (const [key, version] of sorted) {
+    if (position === 0 || compareVersions(previous, version) !== 0) position += 1;
+    positions.set(key, position);
+    previous = version;
+  }
+  return positions;
+}
+
+/** LangGraph's order of channel versions: numbers by value, anything else as strings. */
+function compareVersions(a: unknown, b: unknown): number {
+  if (typeof a === "number" && typeof b === "number") return a - b;
+  const x = String(a);
+  const y = String(b);
+  return x < y ? -1 : x > y ? 1 : 0;
 }
 
 /** A version as a map key that keeps `5` and `"5"` apart. */
