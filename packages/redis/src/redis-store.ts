@@ -493,7 +493,13 @@ function createClient(url: string | readonly string[], options: RedisConnectOpti
   });
   // A command waits through at most three reconnection attempts, then fails with RedisUnavailableError.
   const base: RedisOptions = { maxRetriesPerRequest: 3, ...options.redis };
-  if (urls.length === 1 && !options.cluster) return new Redis(urls[0]!, base) as unknown as RedisClient;
+  // Connection errors reach callers through the commands that fail (as RedisUnavailableError); the
+  // client's own "error" events would otherwise be printed as unhandled at every reconnection attempt.
+  const quiet = <C extends Redis | Cluster>(client: C): RedisClient => {
+    client.on("error", () => {});
+    return client as unknown as RedisClient;
+  };
+  if (urls.length === 1 && !options.cluster) return quiet(new Redis(urls[0]!, base));
   const first = parsed[0]!;
   const redisOptions: RedisOptions = {
     ...(first.username ? { username: decodeURIComponent(first.username) } : {}),
@@ -502,5 +508,5 @@ function createClient(url: string | readonly string[], options: RedisConnectOpti
     ...base,
   };
   const nodes = parsed.map((p) => ({ host: p.hostname, port: Number(p.port || 6379) }));
-  return new Cluster(nodes, { redisOptions, ...options.cluster }) as unknown as RedisClient;
+  return quiet(new Cluster(nodes, { redisOptions, ...options.cluster }));
 }
