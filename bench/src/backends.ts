@@ -17,6 +17,7 @@ import { RoundTripCounter, countPgPool, countSqliteConnection } from "./counters
 import { deepBytes } from "./deep-bytes.js";
 import { SqliteFloor, measureSqliteFile, sqliteSettings, type ByteSize } from "./sqlite-measure.js";
 import { databaseUrl, measurePostgresDatabase, type BenchPostgres } from "./postgres-server.js";
+import { langchainRedis, resumableRedis } from "./redis-backend.js";
 
 export type { ByteSize } from "./sqlite-measure.js";
 
@@ -384,7 +385,8 @@ export function allBackends(): BackendSpec[] {
     langchainSqlite,
     resumablePostgres,
     langchainPostgres,
-    notYet("resumable-redis", "Resumable Redis", "redis"),
+    resumableRedis,
+    langchainRedis,
     notYet("resumable-dynamodb", "Resumable DynamoDB", "dynamodb"),
     notYet("resumable-mongodb", "Resumable MongoDB", "mongodb"),
   ];
