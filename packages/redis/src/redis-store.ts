@@ -142,13 +142,17 @@ export class RedisStore implements CheckpointStore {
     this.ttlMs = positive(options.ttlSeconds, "ttlSeconds", 0) * 1000;
     this.pageSize = Math.floor(positive(options.pageSize, "pageSize", 50));
     this.checkEviction = options.checkEvictionPolicy ?? true;
-    this.capabilities = {
+    // Built apart and then assigned, so that a capability this core version does not know yet
+    // (`deltaRanges`: the read scripts return every blob of a delta channel's range) is no type error.
+    const capabilities = {
       maxItemBytes: positive(options.chunkBytes, "chunkBytes", DEFAULT_CHUNK_BYTES),
       nativeMetadataFilter: true,
       persistent: true,
       commandEvents: true,
       valueRefs: true,
+      deltaRanges: true,
     };
+    this.capabilities = capabilities;
   }
 
   /**
