@@ -1,6 +1,9 @@
 /**
- * `@resumable/mongodb`: under construction (see its issue).
+ * `@resumable/mongodb`: a durable LangGraph.js checkpointer on MongoDB (the `mongodb` driver), atomic
+ * without multi-document transactions, built on `@resumable/core`.
  *
  * @packageDocumentation
  */
-export {};
+export { MongoDBSaver, type MongoDBSaverConnectOptions, type MongoDBSaverParams } from "./mongodb-saver.js";
+export { LAYOUT_VERSION, MongoDBStore, type MongoDBCollections, type MongoDBConnectOptions, type MongoDBStoreOptions } from "./mongodb-store.js";
+export { MongoUnavailableError } from "./errors.js";

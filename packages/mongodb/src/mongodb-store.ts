@@ -1,0 +1,769 @@
+/**
+ * The MongoDB {@link CheckpointStore}: five collections, atomic without multi-document transactions.
+ *
+ * @module
+ */
+import {
+  InvalidConfigError,
+  StoreBusyError,
+  StoreClosedError,
+  StoreNotSetUpError,
+  ValueTooLargeError,
+  formatBytes,
+  type BlobRecord,
+  type CheckpointStore,
+  type ChunkRecord,
+  type HistoryAncestor,
+  type HistoryQuery,
+  type HistoryResult,
+  type ListCheckpointsQuery,
+  type PutCheckpointRequest,
+  type PutWritesRequest,
+  type StoreCapabilities,
+  type StoreCommandListener,
+  type StoredCheckpoint,
+  type SerializedValue,
+  type ThreadScope,
+  type WriteRecord,
+} from "@resumable/core";
+import type { AnyBulkWriteOperation, Collection, Db, Document, Filter, MongoClient, MongoClientOptions } from "mongodb";
+
+import { connectClient } from "./client.js";
+import {
+  fromBlobDoc,
+  fromCheckpointDoc,
+  fromChunkDoc,
+  fromWriteDoc,
+  inlineBytes,
+  keyId,
+  metadataKey,
+  rootsOf,
+  toBlobDoc,
+  toCheckpointDoc,
+  toChunkDoc,
+  toWriteDoc,
+  versionsOf,
+  type BlobDoc,
+  type CheckpointDoc,
+  type ChunkDoc,
+  type WriteDoc,
+} from "./documents.js";
+import { checkCollectionPrefix, checkDatabaseName, checkId, onlyDuplicateKeys, translateError } from "./errors.js";
+
+/** Options of {@link MongoDBStore}. */
+export interface MongoDBStoreOptions {
+  /** The database; default the one named in the client's URL (the driver's default, `test`, without one). */
+  dbName?: string;
+  /** Prefix of the collection names (`<prefix>checkpoints`, ...). Default `"resumable_"`. */
+  collectionPrefix?: string;
+  /**
+   * Values larger than this many bytes are split by core into chunks of this size, in their own
+   * collection (declared as `capabilities.maxItemBytes`). Default 1 MiB (GridFS uses 255 KiB): documents
+   * stay small, and a checkpoint document, which holds the checkpoint and its metadata (each up to this
+   * size) and the metadata's JSON, stays far below the 16 MB document limit. At most 8 MiB.
+   */
+  chunkBytes?: number;
+  /** Checkpoints fetched per page by `listCheckpoints`. Default 50. */
+  pageSize?: number;
+  /**
+   * Threads expire this many seconds after their last write (`putCheckpoint`, `putWrites`), as a whole:
+   * see {@link MongoDBStore.deleteExpiredThreads}. Default: never.
+   */
+  ttlSeconds?: number;
+}
+
+/** Options of {@link MongoDBStore.connect}: store options plus `MongoClient` settings. */
+export interface MongoDBConnectOptions extends MongoDBStoreOptions {
+  /** Passed to `new MongoClient(url, ...)`; `serverSelectionTimeoutMS` defaults to 10000 here. */
+  client?: MongoClientOptions;
+}
+
+/** Version of the collection layout; `setup()` records it, a newer one is refused. */
+export const LAYOUT_VERSION = 1;
+const STORE_NAME = "MongoDBStore";
+const DEFAULT_CHUNK_BYTES = 1024 * 1024;
+const MAX_CHUNK_BYTES = 8 * 1024 * 1024;
+/** MongoDB's document limit (`maxBsonObjectSize`), less room for field names and ids. */
+const MAX_DOCUMENT_BYTES = 16 * 1024 * 1024 - 64 * 1024;
+/** A sweep that claimed a thread and did not finish within this time (its process died) may be redone. */
+const STALE_CLAIM_MS = 60_000;
+const NEWEST_FIRST = { thread_id: -1, checkpoint_ns: -1, checkpoint_id: -1 } as const;
+
+/** The collections, by role. */
+export interface MongoDBCollections {
+  checkpoints: Collection<CheckpointDoc>;
+  blobs: Collection<BlobDoc>;
+  writes: Collection<WriteDoc>;
+  chunks: Collection<ChunkDoc>;
+  /** One document per thread with its expiry (only used with `ttlSeconds`), `_id` the thread id. */
+  threads: Collection<{ _id: string; expires_at: Date; deleting?: Date }>;
+  /** The layout version, `{ _id: "layout", version }`. */
+  meta: Collection<{ _id: string; version: number }>;
+}
+
+type Marker = { _id: string; expires_at: Date; deleting?: Date };
+
+/**
+ * A {@link CheckpointStore} on MongoDB (or a server speaking its protocol, such as FerretDB), through
+ * the `mongodb` driver, without multi-document transactions (they need a replica set).
+ *
+ * - `putCheckpoint` writes the chunks and blobs first and the checkpoint document last: the checkpoint
+ *   document is the commit point, so a reader never sees a checkpoint without its parts, and a crash
+ *   leaves at most unreferenced parts, which `deleteThread` removes with the rest.
+ * - Blobs, chunks and writes are keyed by unique indexes: insert-or-ignore is an unordered insert whose
+ *   duplicate-key errors are dropped; upserts are keyed replaces.
+ * - `getCheckpoint` is two round trips whatever the size of the thread (the checkpoint and its writes,
+ *   then its blobs; or the newest checkpoint, then its blobs and writes in parallel).
+ *
+ * @example
+ * ```ts
+ * const store = await MongoDBStore.connect("mongodb://localhost:27017/app");
+ * await store.setup();
+ * const checkpointer = new ResumableSaver(store);
+ * ```
+ */
+export class MongoDBStore implements CheckpointStore {
+  readonly capabilities: Partial<StoreCapabilities>;
+  /** The client queries go through. */
+  readonly client: MongoClient;
+  /** The database. */
+  readonly db: Db;
+  readonly collections: MongoDBCollections;
+  private readonly pageSize: number;
+  private readonly ttlMs: number | undefined;
+  private ownsClient = false;
+  private listener: StoreCommandListener | undefined;
+  private closed = false;
+  private ready: Promise<void> | undefined;
+
+  /** @param client A `MongoClient` (left open by `close()`: the caller owns it). */
+  constructor(client: MongoClient, options: MongoDBStoreOptions = {}) {
+    this.client = client;
+    this.db = options.dbName === undefined ? client.db() : client.db(checkDatabaseName(options.dbName));
+    const prefix = checkCollectionPrefix(options.collectionPrefix ?? "resumable_");
+    const c = <T extends Document>(name: string) => this.db.collection<T>(`${prefix}${name}`);
+    this.collections = {
+      checkpoints: c("checkpoints"),
+      blobs: c("blobs"),
+      writes: c("writes"),
+      chunks: c("chunks"),
+      threads: c("threads"),
+      meta: c("meta"),
+    };
+    this.pageSize = positiveInteger(options.pageSize, "pageSize", 50, 10_000);
+    this.ttlMs = options.ttlSeconds === undefined ? undefined : positiveInteger(options.ttlSeconds, "ttlSeconds", 0, 10 * 365 * 86_400) * 1000;
+    this.capabilities = {
+      maxItemBytes: positiveInteger(options.chunkBytes, "chunkBytes", DEFAULT_CHUNK_BYTES, MAX_CHUNK_BYTES),
+      nativeMetadataFilter: true,
+      persistent: true,
+      commandEvents: true,
+      valueRefs: true,
+    };
+  }
+
+  /**
+   * Creates a store with its own `MongoClient` for a `mongodb://` or `mongodb+srv://` URL, connected;
+   * `close()` closes that client. Does not create collections: call `setup()`.
+   */
+  static async connect(url: string, options: MongoDBConnectOptions = {}): Promise<MongoDBStore> {
+    const client = await connectClient(url, options.client);
+    const store = new MongoDBStore(client, options);
+    store.ownsClient = true;
+    return store;
+  }
+
+  instrument(listener: StoreCommandListener | undefined): void {
+    this.listener = listener;
+  }
+
+  /**
+   * Creates the collections' indexes (unique on each record's key) and records the layout version.
+   * Idempotent, and safe to run from several processes at once (creating an existing index is a no-op).
+   */
+  async setup(): Promise<void> {
+    this.check();
+    const { checkpoints, blobs, writes, chunks, threads, meta } = this.collections;
+    const unique = { unique: true };
+    await this.run("createIndexes", "setup", () =>
+      Promise.all([
+        // One index per command: FerretDB 1.24 panics on a createIndexes of several existing indexes.
+        checkpoints.createIndex({ thread_id: 1, checkpoint_ns: 1, checkpoint_id: -1 }, { name: "thread_ns_checkpoint", ...unique }),
+        checkpoints.createIndex({ metadata_kv: 1 }, { name: "metadata_kv" }),
+        blobs.createIndex({ thread_id: 1, checkpoint_ns: 1, channel: 1, version: 1 }, { name: "thread_ns_channel_version", ...unique }),
+        writes.createIndex({ thread_id: 1, checkpoint_ns: 1, checkpoint_id: 1, task_id: 1, idx: 1 }, { name: "thread_ns_checkpoint_task_idx", ...unique }),
+        chunks.createIndex({ thread_id: 1, hash: 1, idx: 1 }, { name: "thread_hash_idx", ...unique }),
+        threads.createIndex({ expires_at: 1 }, { name: "expires_at" }),
+      ]),
+    );
+    const layout = await this.run("update meta", "setup", () =>
+      meta.findOneAndUpdate({ _id: "layout" }, { $max: { version: LAYOUT_VERSION } }, { upsert: true, returnDocument: "after" }),
+    );
+    if ((layout?.version ?? LAYOUT_VERSION) > LAYOUT_VERSION) throw this.newerLayout(layout!.version);
+    this.ready = Promise.resolve();
+  }
+
+  async putCheckpoint(request: PutCheckpointRequest): Promise<void> {
+    this.check();
+    const { record } = request;
+    checkScope(record);
+    checkId("checkpoint_id", record.checkpointId);
+    if (record.parentCheckpointId !== undefined) checkId("parent checkpoint_id", record.parentCheckpointId);
+    for (const [channel, version] of Object.entries(record.channelVersions)) {
+      checkId(`channel name "${channel}"`, channel);
+      checkId(`version of channel "${channel}"`, version);
+    }
+    const doc = toCheckpointDoc(record);
+    const size =
+      inlineBytes(record.checkpoint) + inlineBytes(record.metadata) + Buffer.byteLength(doc.metadata_json) + Buffer.byteLength(doc.channel_versions) + doc.metadata_kv.length * 40;
+    if (size > MAX_DOCUMENT_BYTES) {
+      throw new ValueTooLargeError(
+        `The document of checkpoint ${record.checkpointId} (its checkpoint, metadata and metadata JSON)`,
+        size,
+        MAX_DOCUMENT_BYTES,
+        `MongoDB documents hold at most 16 MB; keep large values out of the metadata (put them in state, where they are split into chunks).`,
+      );
+    }
+    const blobs = dedupe(request.blobs, (b) => `${b.channel}\u0000${b.version}`).map((blob) => {
+      checkId(`channel name "${blob.channel}"`, blob.channel);
+      checkId(`version of channel "${blob.channel}"`, blob.version);
+      if (blob.baseVersion !== undefined) checkId(`base version of channel "${blob.channel}"`, blob.baseVersion);
+      return toBlobDoc(record.threadId, record.checkpointNs, blob);
+    });
+    await this.ensureReady();
+    await this.touch(record.threadId, "putCheckpoint");
+    // The parts first (in parallel: neither is visible without the other's commit point)...
+    await Promise.all([
+      this.insertChunks(record.threadId, request.chunks, "putCheckpoint"),
+      blobs.length > 0 ? this.run("insert blobs", "putCheckpoint", () => insertOrIgnore(this.collections.blobs, blobs)) : undefined,
+    ]);
+    // ...then the checkpoint document, which makes them visible.
+    await this.run("upsert checkpoint", "putCheckpoint", () =>
+      retryDuplicate(() => this.collections.checkpoints.replaceOne({ _id: doc._id }, doc, { upsert: true })),
+    );
+  }
+
+  async putWrites(request: PutWritesRequest): Promise<void> {
+    this.check();
+    checkScope(request);
+    checkId("checkpoint_id", request.checkpointId);
+    if (request.writes.length === 0 && request.chunks.length === 0) return;
+    // One batch cannot write the same key twice: keep the write the mode says survives.
+    const writes = dedupe(request.writes, (w) => `${w.taskId}\u0000${w.idx}`, request.mode === "upsert" ? "last" : "first").map((write) => {
+      checkId("task id", write.taskId);
+      checkId(`channel name "${write.channel}"`, write.channel);
+      checkId("task path", write.taskPath);
+      if (!Number.isInteger(write.idx)) throw new InvalidConfigError("idx", `MongoDBStore: a write's idx must be an integer, got ${String(write.idx)}.`);
+      return toWriteDoc(request.threadId, request.checkpointNs, request.checkpointId, write);
+    });
+    await this.ensureReady();
+    await this.touch(request.threadId, "putWrites");
+    // Chunks before the writes that reference them: a write is visible as soon as it is stored.
+    await this.insertChunks(request.threadId, request.chunks, "putWrites");
+    if (writes.length === 0) return;
+    const collection = this.collections.writes;
+    if (request.mode === "ignore") {
+      await this.run("insert writes", "putWrites", () => insertOrIgnore(collection, writes));
+      return;
+    }
+    const ops: AnyBulkWriteOperation<WriteDoc>[] = writes.map((w) => ({
+      replaceOne: { filter: { _id: w._id }, replacement: w, upsert: true },
+    }));
+    await this.run("upsert writes", "putWrites", () => retryDuplicate(() => collection.bulkWrite(ops, { ordered: false })));
+  }
+
+  async getCheckpoint(scope: ThreadScope & { checkpointId?: string }): Promise<StoredCheckpoint | undefined> {
+    this.check();
+    checkScope(scope);
+    const where = { thread_id: scope.threadId, checkpoint_ns: scope.checkpointNs };
+    await this.ensureReady();
+    const marker = this.marker(scope.threadId, "getCheckpoint");
+    let doc: CheckpointDoc | null;
+    let writes: Promise<WriteDoc[]> | undefined;
+    if (scope.checkpointId !== undefined) {
+      const id = checkId("checkpoint_id", scope.checkpointId);
+      // By id, its writes need nothing from the checkpoint: both at once.
+      writes = this.run("find writes", "getCheckpoint", () => this.collections.writes.find({ ...where, checkpoint_id: id }).toArray());
+      writes.catch(() => {});
+      doc = await this.run("find checkpoint", "getCheckpoint", () =>
+        this.collections.checkpoints.findOne({ _id: keyId([scope.threadId, scope.checkpointNs, id]) }),
+      );
+    } else {
+      doc = await this.run("find checkpoint", "getCheckpoint", () => this.collections.checkpoints.findOne(where, { sort: { checkpoint_id: -1 } }));
+    }
+    if (!(await this.visible(marker))) return undefined;
+    if (!doc) {
+      await writes;
+      return undefined;
+    }
+    return (await this.withParts([doc], "getCheckpoint", { writes, checkExpiry: false }))[0];
+  }
+
+  async *listCheckpoints(query: ListCheckpointsQuery): AsyncGenerator<StoredCheckpoint> {
+    this.check();
+    const where: Filter<CheckpointDoc> = {};
+    const ids: Document = {};
+    if (query.threadId !== undefined) where.thread_id = checkId("thread_id", query.threadId);
+    if (query.checkpointNs !== undefined) where.checkpoint_ns = checkId("checkpoint_ns", query.checkpointNs);
+    if (query.checkpointId !== undefined) ids.$eq = checkId("checkpoint_id", query.checkpointId);
+    if (query.before !== undefined) ids.$lt = checkId("before.checkpoint_id", query.before);
+    // A filter key whose value is undefined matches metadata without that key: not expressed here (the
+    // query returns more, core's re-check drops them), so a limit is then left to core.
+    let exact = true;
+    if (query.filter) {
+      const hashes: string[] = [];
+      for (const [key, value] of Object.entries(query.filter)) {
+        if (value === undefined) exact = false;
+        else hashes.push(metadataKey(key, value));
+      }
+      if (hashes.length > 0) where.metadata_kv = { $all: hashes };
+    }
+    let remaining = exact && query.limit !== undefined ? query.limit : Number.POSITIVE_INFINITY;
+    await this.ensureReady();
+    let last: CheckpointDoc | undefined;
+    while (remaining > 0) {
+      const size = Math.min(this.pageSize, remaining);
+      const filter: Filter<CheckpointDoc> = { ...where };
+      if (last) Object.assign(filter, after(last, where, ids));
+      else if (Object.keys(ids).length > 0) filter.checkpoint_id = ids;
+      const docs = await this.run("find checkpoints", "listCheckpoints", () =>
+        this.collections.checkpoints.find(filter, { sort: NEWEST_FIRST, limit: size, batchSize: size }).toArray(),
+      );
+      for (const stored of await this.withParts(docs, "listCheckpoints", { checkExpiry: true })) {
+        yield stored;
+        remaining -= 1;
+        if (remaining <= 0) return;
+      }
+      if (docs.length < size) return;
+      last = docs[docs.length - 1];
+    }
+  }
+
+  /**
+   * Reads the namespace's checkpoint headers and the headers of the requested channels' blobs (no
+   * values) at once, walks the parent chain in memory to each channel's seed, then fetches the chain's
+   * writes and the seeds' blobs at once: four queries in two round trips, whatever the depth.
+   */
+  async getHistory(query: HistoryQuery): Promise<HistoryResult> {
+    this.check();
+    checkScope(query);
+    checkId("checkpoint_id", query.checkpointId);
+    for (const channel of query.channels) checkId(`channel name "${channel}"`, channel);
+    const where = { thread_id: query.threadId, checkpoint_ns: query.checkpointNs };
+    await this.ensureReady();
+    const marker = this.marker(query.threadId, "getHistory");
+    const [headers, blobHeaders] = await Promise.all([
+      this.run("find checkpoint headers", "getHistory", () =>
+        this.collections.checkpoints
+          .find(where, { projection: { _id: 0, checkpoint_id: 1, parent_checkpoint_id: 1, channel_versions: 1, delta_roots: 1 } })
+          .toArray(),
+      ),
+      this.run("find blob headers", "getHistory", () =>
+        this.collections.blobs
+          .find({ ...where, channel: { $in: query.channels } }, { projection: { _id: 0, channel: 1, version: 1, "value.type": 1 } })
+          .toArray(),
+      ),
+    ]);
+    if (!(await this.visible(marker))) return { ancestors: [] };
+    const byId = new Map(headers.map((h) => [h.checkpoint_id, h]));
+    const seedable = new Set(blobHeaders.filter((b) => b.value?.type !== "empty").map((b) => `${b.channel}\u0000${b.version}`));
+    const ancestors: HistoryAncestor[] = [];
+    const unseeded = new Set(query.channels);
+    const seeds: Array<{ channel: string; version: string; root: string | undefined; ancestor: HistoryAncestor }> = [];
+    const seen = new Set<string>();
+    let id = byId.get(query.checkpointId)?.parent_checkpoint_id ?? undefined;
+    while (id !== undefined && !seen.has(id) && unseeded.size > 0) {
+      seen.add(id);
+      const header = byId.get(id);
+      if (!header) break;
+      const ancestor: HistoryAncestor = {
+        checkpointId: id,
+        parentCheckpointId: header.parent_checkpoint_id ?? undefined,
+        channelVersions: versionsOf(header),
+        blobs: [],
+        writes: [],
+      };
+      const roots = rootsOf(header);
+      if (roots) ancestor.deltaRoots = roots;
+      for (const channel of [...unseeded]) {
+        const version = ancestor.channelVersions[channel];
+        if (version === undefined || !seedable.has(`${channel}\u0000${version}`)) continue;
+        seeds.push({ channel, version, root: roots?.[channel], ancestor });
+        unseeded.delete(channel);
+      }
+      ancestors.push(ancestor);
+      id = header.parent_checkpoint_id ?? undefined;
+    }
+    if (ancestors.length === 0) return { ancestors };
+    const byAncestor = new Map(ancestors.map((a) => [a.checkpointId, a]));
+    const [writes, blobs] = await Promise.all([
+      this.run("find writes", "getHistory", () =>
+        this.collections.writes.find({ ...where, checkpoint_id: { $in: [...byAncestor.keys()] }, channel: { $in: query.channels } }).toArray(),
+      ),
+      seeds.length === 0
+        ? []
+        : this.run("find blobs", "getHistory", () =>
+            this.collections.blobs.find({ ...where, $or: seeds.map((s) => blobCondition(s.channel, s.version, s.root)) }).toArray(),
+          ),
+    ]);
+    for (const write of writes) byAncestor.get(write.checkpoint_id)?.writes.push(fromWriteDoc(write));
+    for (const blob of blobs) {
+      const seed = seeds.find((s) => s.channel === blob.channel && inRange(blob.version, s.version, s.root));
+      seed?.ancestor.blobs.push(fromBlobDoc(blob));
+    }
+    const values = ancestors.flatMap((a) => [...a.blobs.map((b) => b.value), ...a.writes.map((w) => w.value)]);
+    const chunks = await this.chunksFor(values.map((value) => ({ threadId: query.threadId, value })), "getHistory");
+    return { ancestors, chunks: chunks.get(query.threadId) ?? [] };
+  }
+
+  async getChunks(threadId: string, hashes: string[]): Promise<ChunkRecord[]> {
+    this.check();
+    checkId("thread_id", threadId);
+    if (hashes.length === 0) return [];
+    for (const hash of hashes) checkId("chunk hash", hash);
+    await this.ensureReady();
+    const docs = await this.run("find chunks", "getChunks", () =>
+      this.collections.chunks.find({ thread_id: threadId, hash: { $in: [...new Set(hashes)] } }).toArray(),
+    );
+    return docs.map(fromChunkDoc);
+  }
+
+  async getBlobs(scope: ThreadScope, keys: Array<{ channel: string; version: string }>): Promise<BlobRecord[]> {
+    this.check();
+    checkScope(scope);
+    if (keys.length === 0) return [];
+    for (const key of keys) {
+      checkId(`channel name "${key.channel}"`, key.channel);
+      checkId(`version of channel "${key.channel}"`, key.version);
+    }
+    await this.ensureReady();
+    const docs = await this.run("find blobs", "getBlobs", () =>
+      this.collections.blobs.find({ thread_id: scope.threadId, checkpoint_ns: scope.checkpointNs, $or: keys.map((k) => blobCondition(k.channel, k.version)) }).toArray(),
+    );
+    return docs.map(fromBlobDoc);
+  }
+
+  /**
+   * Removes the thread's checkpoints first (the commit points, so that no checkpoint is ever visible
+   * without its parts), then its writes, blobs and chunks, including parts a crashed `putCheckpoint`
+   * left behind that no checkpoint references. Interrupted, it can simply be run again.
+   */
+  async deleteThread(threadId: string): Promise<void> {
+    this.check();
+    checkId("thread_id", threadId);
+    await this.ensureReady();
+    await this.deleteThreadData(threadId, "deleteThread");
+    if (this.ttlMs !== undefined) await this.run("delete thread", "deleteThread", () => this.collections.threads.deleteOne({ _id: threadId }));
+  }
+
+  /**
+   * Deletes threads whose `ttlSeconds` passed since their last write (at most `limit` per call) and
+   * returns how many. An expired thread is already invisible to reads, as a whole (its expiry is one
+   * document); this reclaims its storage. A sweep claims each thread first, so sweeps in several
+   * processes never delete the same thread twice, and a write arriving meanwhile fails with
+   * `StoreBusyError` rather than landing in a half-deleted thread. Call it from a timer:
+   *
+   * ```ts
+   * setInterval(() => store.deleteExpiredThreads().catch(console.error), 60_000).unref();
+   * ```
+   */
+  async deleteExpiredThreads(options: { limit?: number } = {}): Promise<number> {
+    this.check();
+    if (this.ttlMs === undefined) return 0;
+    await this.ensureReady();
+    const limit = positiveInteger(options.limit, "limit", 100, 100_000);
+    const expired = await this.run("find expired threads", "deleteExpiredThreads", () =>
+      this.collections.threads.find(expiredFilter(), { projection: { _id: 1 }, limit }).toArray(),
+    );
+    let deleted = 0;
+    for (const { _id } of expired) if (await this.expireThread(_id, "deleteExpiredThreads")) deleted += 1;
+    return deleted;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.ownsClient) await this.client.close();
+  }
+
+  private check(): void {
+    if (this.closed) throw new StoreClosedError(STORE_NAME);
+  }
+
+  private async run<T>(command: string, operation: string, op: () => Promise<T>): Promise<T> {
+    let result: T;
+    try {
+      result = await op();
+    } catch (error) {
+      throw translateError(error, operation, STORE_NAME);
+    }
+    this.listener?.({ command });
+    return result;
+  }
+
+  /** Checks once per store that `setup()` ran on this database (the unique indexes are what make writes idempotent). */
+  private ensureReady(): Promise<void> {
+    this.ready ??= this.run("find meta", "setup", () => this.collections.meta.findOne({ _id: "layout" })).then(
+      (layout) => {
+        if (!layout) {
+          throw new StoreNotSetUpError(STORE_NAME, `database "${this.db.databaseName}" has no ${this.collections.meta.collectionName} document (collections and indexes missing)`);
+        }
+        if (layout.version > LAYOUT_VERSION) throw this.newerLayout(layout.version);
+      },
+      (error: unknown) => {
+        this.ready = undefined;
+        throw error;
+      },
+    );
+    return this.ready;
+  }
+
+  private newerLayout(version: number): StoreNotSetUpError {
+    return new StoreNotSetUpError(
+      STORE_NAME,
+      `database "${this.db.databaseName}" was set up by a newer @resumable/mongodb (layout ${version}, this one knows ${LAYOUT_VERSION}); upgrade it`,
+    );
+  }
+
+  private async insertChunks(threadId: string, chunks: ChunkRecord[], operation: string): Promise<void> {
+    const docs = dedupe(chunks, (c) => `${c.hash}\u0000${c.index}`).map((chunk) => {
+      checkId("chunk hash", chunk.hash);
+      return toChunkDoc(threadId, chunk);
+    });
+    if (docs.length > 0) await this.run("insert chunks", operation, () => insertOrIgnore(this.collections.chunks, docs));
+  }
+
+  /**
+   * Gives each checkpoint its blobs (the version it references of each channel, and every version of a
+   * delta channel's range) and its writes (`writes`, when already fetched): one query each, at once.
+   * With `checkExpiry` (and a TTL), checkpoints of expired threads are dropped.
+   */
+  private async withParts(
+    docs: CheckpointDoc[],
+    operation: string,
+    { writes, checkExpiry }: { writes?: Promise<WriteDoc[]> | undefined; checkExpiry: boolean },
+  ): Promise<StoredCheckpoint[]> {
+    if (docs.length === 0) return [];
+    const scopes = new Map<string, { where: { thread_id: string; checkpoint_ns: string }; ids: string[]; blobs: Map<string, Document> }>();
+    const records = docs.map(fromCheckpointDoc);
+    for (const record of records) {
+      const key = JSON.stringify([record.threadId, record.checkpointNs]);
+      let scope = scopes.get(key);
+      if (!scope) {
+        scope = { where: { thread_id: record.threadId, checkpoint_ns: record.checkpointNs }, ids: [], blobs: new Map() };
+        scopes.set(key, scope);
+      }
+      scope.ids.push(record.checkpointId);
+      for (const [channel, version] of Object.entries(record.channelVersions)) {
+        const condition = blobCondition(channel, version, record.deltaRoots?.[channel]);
+        scope.blobs.set(JSON.stringify(condition), condition);
+      }
+    }
+    const groups = [...scopes.values()];
+    const anyOf = <T>(parts: T[]): T | { $or: T[] } => (parts.length === 1 ? parts[0]! : { $or: parts });
+    const blobGroups = groups.filter((g) => g.blobs.size > 0).map((g) => ({ ...g.where, $or: [...g.blobs.values()] }));
+    const threads = [...new Set(records.map((r) => r.threadId))];
+    const [blobDocs, writeDocs, markers] = await Promise.all([
+      blobGroups.length === 0 ? [] : this.run("find blobs", operation, () => this.collections.blobs.find(anyOf(blobGroups) as Filter<BlobDoc>).toArray()),
+      writes ??
+        this.run("find writes", operation, () =>
+          this.collections.writes.find(anyOf(groups.map((g) => ({ ...g.where, checkpoint_id: { $in: g.ids } }))) as Filter<WriteDoc>).toArray(),
+        ),
+      this.ttlMs === undefined || !checkExpiry ? [] : this.run("find threads", operation, () => this.collections.threads.find({ _id: { $in: threads } }).toArray()),
+    ]);
+    const expired = new Set(markers.filter((m) => !live(m)).map((m) => m._id));
+    const visible = records.filter((record) => !expired.has(record.threadId));
+    const blobsOf = new Map<string, BlobRecord[]>();
+    for (const blob of blobDocs) push(blobsOf, JSON.stringify([blob.thread_id, blob.checkpoint_ns, blob.channel]), fromBlobDoc(blob));
+    const writesOf = new Map<string, WriteRecord[]>();
+    for (const write of writeDocs) push(writesOf, JSON.stringify([write.thread_id, write.checkpoint_ns, write.checkpoint_id]), fromWriteDoc(write));
+    const stored = visible.map((record): StoredCheckpoint => {
+      const blobs: BlobRecord[] = [];
+      for (const [channel, version] of Object.entries(record.channelVersions)) {
+        for (const blob of blobsOf.get(JSON.stringify([record.threadId, record.checkpointNs, channel])) ?? []) {
+          if (inRange(blob.version, version, record.deltaRoots?.[channel])) blobs.push(blob);
+        }
+      }
+      return { record, blobs, writes: writesOf.get(JSON.stringify([record.threadId, record.checkpointNs, record.checkpointId])) ?? [] };
+    });
+    // The chunks and pieces of the whole page in one more query, rather than one per checkpoint later.
+    const chunks = await this.chunksFor(
+      stored.flatMap((s) => [s.record.checkpoint, s.record.metadata, ...s.blobs.map((b) => b.value), ...s.writes.map((w) => w.value)].map((value) => ({ threadId: s.record.threadId, value }))),
+      operation,
+    );
+    for (const s of stored) {
+      const own = chunks.get(s.record.threadId);
+      if (own) s.chunks = own;
+    }
+    return stored;
+  }
+
+  /** Every chunk (all indices) of the hashes the values reference, per thread, in one query. */
+  private async chunksFor(values: Array<{ threadId: string; value: SerializedValue }>, operation: string): Promise<Map<string, ChunkRecord[]>> {
+    const hashes = new Map<string, Set<string>>();
+    for (const { threadId, value } of values) {
+      const refs = [...(value.refs ?? []), ...(value.chunkRef ? [value.chunkRef.hash] : [])];
+      if (refs.length === 0) continue;
+      let set = hashes.get(threadId);
+      if (!set) hashes.set(threadId, (set = new Set()));
+      for (const hash of refs) set.add(hash);
+    }
+    const out = new Map<string, ChunkRecord[]>();
+    if (hashes.size === 0) return out;
+    const parts = [...hashes].map(([threadId, set]) => ({ thread_id: threadId, hash: { $in: [...set] } }));
+    const docs = await this.run("find chunks", operation, () => this.collections.chunks.find(parts.length === 1 ? parts[0]! : { $or: parts }).toArray());
+    for (const doc of docs) push(out, doc.thread_id, fromChunkDoc(doc));
+    return out;
+  }
+
+  private async deleteThreadData(threadId: string, operation: string): Promise<void> {
+    const { checkpoints, writes, blobs, chunks } = this.collections;
+    const where = { thread_id: threadId };
+    await this.run("delete checkpoints", operation, () => checkpoints.deleteMany(where));
+    await Promise.all([
+      this.run("delete writes", operation, () => writes.deleteMany(where)),
+      this.run("delete blobs", operation, () => blobs.deleteMany(where)),
+      this.run("delete chunks", operation, () => chunks.deleteMany(where)),
+    ]);
+  }
+
+  /** With a TTL: the thread's expiry document, read alongside a read's first query. */
+  private marker(threadId: string, operation: string): Promise<Marker | null> | undefined {
+    if (this.ttlMs === undefined) return undefined;
+    const found = this.run("find thread", operation, () => this.collections.threads.findOne({ _id: threadId }));
+    found.catch(() => {});
+    return found;
+  }
+
+  private async visible(marker: Promise<Marker | null> | undefined): Promise<boolean> {
+    if (!marker) return true;
+    const found = await marker;
+    // A thread without one was written before the TTL was turned on: it lives until its next write.
+    return !found || live(found);
+  }
+
+  /**
+   * With a TTL, before a write: moves the thread's expiry forward, in its own round trip before the
+   * write's parts, so that a sweep can never delete a part of a write that is still landing. A thread
+   * that already expired is deleted first (it is gone for readers already), so the write starts anew.
+   */
+  private async touch(threadId: string, operation: string): Promise<void> {
+    if (this.ttlMs === undefined) return;
+    const expires = (): Date => new Date(Date.now() + this.ttlMs!);
+    const refresh = () =>
+      this.run("update thread", operation, async () => {
+        try {
+          await this.collections.threads.updateOne(
+            { _id: threadId, expires_at: { $gt: new Date() }, deleting: { $exists: false } },
+            { $set: { expires_at: expires() } },
+            { upsert: true },
+          );
+          return true;
+        } catch (error) {
+          if (onlyDuplicateKeys(error)) return false; // the document exists, but expired or being deleted
+          throw error;
+        }
+      });
+    if (await refresh()) return;
+    if ((await this.expireThread(threadId, operation)) && (await refresh())) return;
+    throw new StoreBusyError(STORE_NAME, 0, new Error(`thread ${JSON.stringify(threadId)} expired and another process is deleting it`));
+  }
+
+  /** Claims an expired thread, deletes its data (checkpoints first), then its expiry document. */
+  private async expireThread(threadId: string, operation: string): Promise<boolean> {
+    const now = new Date();
+    const claimed = await this.run("claim thread", operation, () =>
+      this.collections.threads.findOneAndUpdate({ _id: threadId, ...expiredFilter(now) }, { $set: { deleting: now } }),
+    );
+    if (!claimed) return false;
+    await this.deleteThreadData(threadId, operation);
+    await this.run("delete thread", operation, () => this.collections.threads.deleteOne({ _id: threadId, deleting: now }));
+    return true;
+  }
+}
+
+/** The blob of `channel` at `version`, or every blob of its delta range `[root, version]`. */
+function blobCondition(channel: string, version: string, root?: string): Document {
+  return root === undefined ? { channel, version } : { channel, version: { $gte: root, $lte: version } };
+}
+
+/** Whether a blob version is the one wanted, or within a delta range, compared by code point as MongoDB does. */
+function inRange(version: string, wanted: string, root: string | undefined): boolean {
+  if (root === undefined) return version === wanted;
+  return compareCodePoints(version, root) >= 0 && compareCodePoints(version, wanted) <= 0;
+}
+
+function compareCodePoints(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
+}
+
+/** The keyset condition of the page after `last`, newest first by (thread, namespace, id). */
+function after(last: CheckpointDoc, where: Filter<CheckpointDoc>, ids: Document): Filter<CheckpointDoc> {
+  const id = { ...ids, $lt: ids.$lt !== undefined && compareCodePoints(ids.$lt as string, last.checkpoint_id) < 0 ? ids.$lt : last.checkpoint_id };
+  if (where.thread_id !== undefined && where.checkpoint_ns !== undefined) return { checkpoint_id: id };
+  const older: Filter<CheckpointDoc>[] = [{ thread_id: last.thread_id, checkpoint_ns: last.checkpoint_ns, checkpoint_id: id }];
+  const idCondition = Object.keys(ids).length > 0 ? { checkpoint_id: ids } : {};
+  older.push({ thread_id: last.thread_id, checkpoint_ns: { $lt: last.checkpoint_ns }, ...idCondition });
+  if (where.thread_id === undefined) older.push({ thread_id: { $lt: last.thread_id }, ...idCondition });
+  return { $or: older };
+}
+
+function live(marker: Marker): boolean {
+  return marker.deleting === undefined && marker.expires_at.getTime() > Date.now();
+}
+
+function expiredFilter(now = new Date()): Filter<Marker> {
+  return {
+    $or: [{ deleting: { $exists: false }, expires_at: { $lte: now } }, { deleting: { $lte: new Date(now.getTime() - STALE_CLAIM_MS) } }],
+  };
+}
+
+/** Inserts documents, keeping those already stored under the same unique key (insert-or-ignore). */
+async function insertOrIgnore<T extends Document>(collection: Collection<T>, docs: T[]): Promise<void> {
+  try {
+    await collection.insertMany(docs as unknown as Parameters<Collection<T>["insertMany"]>[0], { ordered: false });
+  } catch (error) {
+    if (!onlyDuplicateKeys(error)) throw error;
+  }
+}
+
+/**
+ * Runs a keyed upsert, again when it failed on a duplicate key: two upserts of one new key may both
+ * try to insert, and the second then finds the document the first created.
+ */
+async function retryDuplicate<T>(op: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await op();
+    } catch (error) {
+      if (attempt >= 3 || !onlyDuplicateKeys(error)) throw error;
+    }
+  }
+}
+
+function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
+}
+
+function checkScope(scope: ThreadScope): void {
+  checkId("thread_id", scope.threadId);
+  checkId("checkpoint_ns", scope.checkpointNs);
+}
+
+function dedupe<T>(items: T[], key: (item: T) => string, keep: "first" | "last" = "first"): T[] {
+  const seen = new Map<string, T>();
+  for (const item of items) {
+    const k = key(item);
+    if (keep === "last" || !seen.has(k)) seen.set(k, item);
+  }
+  return seen.size === items.length ? items : [...seen.values()];
+}
+
+function positiveInteger(value: unknown, name: string, fallback: number, max: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > max) {
+    throw new InvalidConfigError(name, `${STORE_NAME}: "${name}" must be an integer from 1 to ${max >= 1024 * 1024 ? formatBytes(max) : max}, got ${String(value)}.`);
+  }
+  return value;
+}
