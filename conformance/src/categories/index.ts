@@ -8,6 +8,7 @@ import type { Category } from "../types.js";
 import { badInput } from "./bad-input.js";
 import { deleteThread } from "./delete-thread.js";
 import { deltaHistory } from "./delta-history.js";
+import { deltaStorage } from "./delta-storage.js";
 import { durability } from "./durability.js";
 import { graphs } from "./graphs.js";
 import { listPaging } from "./list-paging.js";
@@ -18,7 +19,7 @@ import { storeRecords } from "./store-records.js";
 import { writeOrder } from "./write-order.js";
 import { writeRules } from "./write-rules.js";
 
-export { badInput, deleteThread, deltaHistory, durability, graphs, listPaging, metadataFilter, parallelWrites, serialization, storeRecords, writeOrder, writeRules };
+export { badInput, deleteThread, deltaHistory, deltaStorage, durability, graphs, listPaging, metadataFilter, parallelWrites, serialization, storeRecords, writeOrder, writeRules };
 
 /** All contract categories. */
 export const CATEGORIES: readonly Category[] = Object.freeze([
@@ -31,6 +32,7 @@ export const CATEGORIES: readonly Category[] = Object.freeze([
   serialization,
   storeRecords,
   deltaHistory,
+  deltaStorage,
   badInput,
   graphs,
   durability,

@@ -83,7 +83,9 @@ export const storeRecords: Category = {
     },
     {
       name: "a checkpoint's delta roots come back, with every blob of each range",
-      skipUnless: storesOnly,
+      skipUnless: (info) =>
+        storesOnly(info) ??
+        (info.capabilities.deltaRanges ? undefined : "the store does not declare capabilities.deltaRanges, so core never writes delta chains to it"),
       async run(ctx) {
         const { store } = await ctx.open();
         const s = store!;

@@ -14,7 +14,8 @@ const inScope = (s: ThreadScope) => (r: ThreadScope) => r.threadId === s.threadI
 
 /** A CheckpointStore over one JSON file: every change rewrites the file (write, then rename). */
 export class JsonFileStore implements CheckpointStore {
-  readonly capabilities = { persistent: true };
+  // Records are kept whole (refs and deltaRoots included), and stored() returns delta ranges.
+  readonly capabilities = { persistent: true, valueRefs: true, deltaRanges: true };
   private data: Data = { checkpoints: [], blobs: [], writes: [], chunks: [] };
   constructor(readonly file: string) {}
 
@@ -44,7 +45,13 @@ export class JsonFileStore implements CheckpointStore {
   private stored(record: CheckpointRecord, channels?: string[]): StoredCheckpoint & HistoryAncestor {
     const scope = inScope(record);
     const wanted = (ch: string) => !channels || channels.includes(ch);
-    const blobs = this.data.blobs.filter((b) => scope(b) && wanted(b.channel) && record.channelVersions[b.channel] === b.version);
+    // The blob at each channel's version, or for a delta channel every version from its chain's root.
+    const inRange = (b: BlobRecord) => {
+      const version = record.channelVersions[b.channel];
+      const root = record.deltaRoots?.[b.channel];
+      return version !== undefined && (root === undefined ? b.version === version : b.version >= root && b.version <= version);
+    };
+    const blobs = this.data.blobs.filter((b) => scope(b) && wanted(b.channel) && inRange(b));
     const writes = this.data.writes.filter((w) => scope(w) && w.checkpointId === record.checkpointId && wanted(w.channel));
     return { ...record, record, blobs, writes };
   }

@@ -8,11 +8,11 @@
  *
  * @module
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { load } from "@langchain/core/load";
 import { DeltaSnapshot, isDeltaSnapshot } from "@langchain/langgraph-checkpoint";
 
-import { SerializationError } from "./errors.js";
+import { CorruptRecordError, SerializationError } from "./errors.js";
 
 /**
  * The deepest nesting a stored value may have. LangGraph's reader revives values recursively, and
@@ -93,13 +93,113 @@ function encode(value: unknown): unknown {
  * @param target What the value is, for messages: `channel "messages"`.
  */
 export function dumpsJsonPlus(value: unknown, target: string): Uint8Array {
+  return encoder.encode(stringifyStrict(value, target, "$", 0, undefined));
+}
+
+/** Which parts of a value {@link dumpsJsonPlusParts} stores apart, as shared pieces. */
+export interface PieceOptions {
+  /** Smallest piece, in bytes of its JSON text: list elements and strings at least this large. */
+  minBytes: number;
+  /** Largest piece (a store's item limit): larger parts stay inline, and core splits the whole value. */
+  maxBytes: number;
+}
+
+/** A value serialized with its large parts apart: see {@link SerializedValue.refs}. */
+export interface SerializedParts {
+  /** The JSON text as UTF-8, with one `0x00` byte where each piece goes back in. */
+  data: Uint8Array;
+  /** The pieces' hashes, one per `0x00` byte, in order (empty when nothing was large enough). */
+  refs: string[];
+  /** Each piece's bytes, by hash. */
+  pieces: Map<string, Uint8Array>;
+}
+
+/**
+ * Like {@link dumpsJsonPlus}, but stores apart, as content-addressed pieces, the elements of lists
+ * near the top of the value (the value itself, or a list under one of its keys: a message list, a
+ * `DeltaSnapshot`'s value, an input's `messages`) and long strings elsewhere, when their JSON text is
+ * large enough. The same message then has the same bytes, and so the same hash, whether it arrives
+ * as an input, a write or a channel value, and a thread stores it once. JSON text never holds a raw
+ * NUL (JSON.stringify escapes control characters), so a `0x00` byte can mark each piece.
+ */
+export function dumpsJsonPlusParts(value: unknown, target: string, options: PieceOptions): SerializedParts {
+  const found: string[] = [];
+  let text = stringifyStrict(value, target, "$", 0, { minChars: options.minBytes, found });
+  const refs: string[] = [];
+  const pieces = new Map<string, Uint8Array>();
+  if (found.length > 0) {
+    text = text.replace(PLACEHOLDER_PATTERN, (_match, index: string) => {
+      const piece = found[Number(index)]!;
+      const bytes = encoder.encode(piece);
+      if (bytes.byteLength < options.minBytes || bytes.byteLength > options.maxBytes) return piece;
+      const hash = pieceHash(bytes);
+      refs.push(hash);
+      pieces.set(hash, bytes);
+      return "\u0000";
+    });
+  }
+  return { data: encoder.encode(text), refs, pieces };
+}
+
+/** The content hash of a piece: the first 128 bits of its SHA-256, base64url (22 characters). */
+export function pieceHash(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest().subarray(0, 16).toString("base64url");
+}
+
+/**
+ * Puts the pieces back into a value's bytes. Throws when a piece is missing, does not match its hash,
+ * or the holes and references do not pair up: the value would not be what was stored.
+ */
+export function joinPieces(data: Uint8Array, refs: readonly string[], pieces: ReadonlyMap<string, Uint8Array>, target: string): Uint8Array {
+  const parts: Uint8Array[] = [];
+  let total = 0;
+  let start = 0;
+  let ref = 0;
+  for (let i = 0; i <= data.byteLength; i += 1) {
+    if (i < data.byteLength && data[i] !== 0) continue;
+    const part = data.subarray(start, i);
+    parts.push(part);
+    total += part.byteLength;
+    if (i < data.byteLength) {
+      const hash = refs[ref];
+      if (hash === undefined) throw new CorruptRecordError(`${target} has more pieces than references (${refs.length})`);
+      const piece = pieces.get(hash);
+      if (!piece) throw new CorruptRecordError(`${target} references piece ${hash}, which is missing`);
+      parts.push(piece);
+      total += piece.byteLength;
+      ref += 1;
+    }
+    start = i + 1;
+  }
+  if (ref !== refs.length) throw new CorruptRecordError(`${target} references ${refs.length} pieces but holds ${ref}`);
+  const out = new Uint8Array(total);
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.byteLength;
+  }
+  return out;
+}
+
+interface Extraction {
+  minChars: number;
+  /** JSON texts of the parts stored apart, by placeholder index. */
+  found: string[];
+}
+
+// A part stored apart is first replaced by this string; its JSON literal is then replaced by the
+// part's text or a hole. The nonce keeps user strings from ever matching.
+const PLACEHOLDER = `\u0000piece:${randomUUID()}:`;
+const PLACEHOLDER_PATTERN = new RegExp(`${JSON.stringify(PLACEHOLDER).slice(0, -1).replace(/[\\^$.*+?()[\]{}|]/g, "\\$&")}(\\d+)"`, "g");
+
+function stringifyStrict(value: unknown, target: string, basePath: string, baseDepth: number, extract: Extraction | undefined): string {
   // The containers JSON.stringify is inside of, innermost last, and the key each sits under: the
   // replacer's `this` is always one of them, so everything above it is finished.
   const holders: unknown[] = [];
   const keys: string[] = [];
   let negativeZero = false;
   const pathTo = (key: string): string => {
-    let path = "$";
+    let path = basePath;
     for (let i = 1; i < holders.length; i += 1) path += keys[i]!;
     return holders.length > 0 ? path + pathStep(holders[holders.length - 1], key) : path;
   };
@@ -113,21 +213,33 @@ export function dumpsJsonPlus(value: unknown, target: string): Uint8Array {
         keys.pop();
       }
     }
+    const atRoot = holders.length === 1 && key === "";
     const raw = (this as Record<string, unknown>)[key];
     // A Buffer's own toJSON would turn it into { type: "Buffer", data }: keep it as bytes.
     const source = raw instanceof Uint8Array ? raw : value;
     const reason = refusal(raw, source);
-    if (reason) throw new SerializationError(target, reason, holders.length === 1 && key === "" ? "$" : pathTo(key));
+    if (reason) throw new SerializationError(target, reason, atRoot ? basePath : pathTo(key));
     if (typeof source === "number" && source === 0 && Object.is(source, -0)) {
       negativeZero = true;
       return NEGATIVE_ZERO;
     }
     const out = encode(source);
+    if (extract && !atRoot) {
+      // Elements of a list at depth 1 or 2 (the value, or a list under one of its keys), and long strings.
+      if (typeof out === "object" && out !== null && Array.isArray(this) && holders.length <= 3) {
+        // Serialized once, here; a small one goes back inline when the placeholders are replaced.
+        extract.found.push(stringifyStrict(out, target, pathTo(key), baseDepth + holders.length - 1, undefined));
+        return PLACEHOLDER + String(extract.found.length - 1);
+      }
+      if (typeof out === "string" && out.length >= extract.minChars) {
+        extract.found.push(JSON.stringify(out));
+        return PLACEHOLDER + String(extract.found.length - 1);
+      }
+    }
     if (typeof out === "object" && out !== null) {
-      const path = holders.length === 1 && key === "" ? "" : pathStep(holders[holders.length - 1], key);
       holders.push(out);
-      keys.push(path);
-      if (holders.length - 1 > MAX_VALUE_DEPTH) {
+      keys.push(atRoot ? "" : pathStep(holders[holders.length - 2], key));
+      if (baseDepth + holders.length - 1 > MAX_VALUE_DEPTH) {
         const where = pathTo(key);
         throw new SerializationError(
           target,
@@ -146,7 +258,7 @@ export function dumpsJsonPlus(value: unknown, target: string): Uint8Array {
     throw explainFailure(value, target, error);
   }
   if (negativeZero) text = text.replaceAll(NEGATIVE_ZERO_LITERAL, "-0");
-  return encoder.encode(text);
+  return text;
 }
 
 /**

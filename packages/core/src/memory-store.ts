@@ -65,6 +65,7 @@ export class MemoryStore implements CheckpointStore {
       persistent: false,
       commandEvents: true,
       valueRefs: true,
+      deltaRanges: true,
     };
   }
 

@@ -6,8 +6,6 @@
  *
  * @module
  */
-import { randomBytes } from "node:crypto";
-
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
   BaseCheckpointSaver,
@@ -27,29 +25,23 @@ import {
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 
-import { CorruptRecordError, InvalidConfigError, MissingThreadIdError } from "./errors.js";
+import { DeltaCache, extendsList, type DeltaCacheOptions, type LineageState, type ListState } from "./delta-cache.js";
+import { InvalidConfigError, MissingThreadIdError } from "./errors.js";
 import { ID_RULES, checkIdentifier } from "./ids.js";
 import { canonicalFilter } from "./metadata-filter.js";
-import {
-  EMPTY_VALUE,
-  canonicalJson,
-  canonicalJsonText,
-  deserializeValue,
-  joinChunks,
-  serializeValue,
-  splitIfLarge,
-} from "./serialization.js";
+import { RecordReader, RecordWriter, blobKey, deltaOf, listOf, type WriteSettings } from "./record-codec.js";
+import { EMPTY_VALUE, canonicalJson, canonicalJsonText, isDefaultSerde } from "./serialization.js";
 import {
   DEFAULT_CAPABILITIES,
   type BlobRecord,
   type CheckpointRecord,
   type CheckpointStore,
-  type ChunkRecord,
   type SerializedValue,
   type StoreCapabilities,
   type StoredCheckpoint,
   type WriteRecord,
 } from "./store.js";
+import { nextVersion } from "./versions.js";
 
 /** Options of {@link ResumableSaver}. */
 export interface ResumableSaverOptions {
@@ -61,7 +53,33 @@ export interface ResumableSaverOptions {
    * the store's item limit are split into chunks, not refused).
    */
   maxValueBytes?: number;
+  /**
+   * Store a list channel that extends the value its parent checkpoint held (a message list with new
+   * messages, a `DeltaChannel` snapshot after the previous one) as the elements it gained, with a whole
+   * value again after `maxChain` deltas (default 256). Default `true`; `false` stores every value whole.
+   * Detection compares elements by identity: a node that edits an element of a list in place, instead
+   * of returning a new element, is not seen as a change of that element.
+   */
+  deltas?: boolean | { maxChain?: number };
+  /**
+   * Store large list elements and strings (at least `minBytes` of JSON, default 256) once per thread,
+   * referenced from every value that holds them: a message reaches the saver as an input, a write and a
+   * channel value, and is stored once. Only with LangGraph's default serializer and a store that
+   * declares `capabilities.valueRefs`. Default on; `false` turns it off.
+   */
+  pieces?: false | { minBytes?: number };
+  /** Bounds of what the saver remembers per thread to write deltas (see {@link DeltaCacheOptions}). */
+  cache?: DeltaCacheOptions;
 }
+
+/**
+ * The metadata type of a record whose metadata is exactly its `metadataJson` (plain JSON values):
+ * stored once, not twice. Its keys come back sorted, as canonical JSON keeps them.
+ */
+const METADATA_AS_JSON = "=";
+
+const DEFAULT_MAX_CHAIN = 256;
+const DEFAULT_PIECE_BYTES = 256;
 
 type Scope = { threadId: string; checkpointNs: string };
 
@@ -85,29 +103,40 @@ export class ResumableSaver extends BaseCheckpointSaver {
   readonly store: CheckpointStore;
   /** The store's capabilities with defaults filled in. */
   readonly capabilities: StoreCapabilities;
-  private readonly maxValueBytes: number;
   /** putWrites calls in flight per thread, so that a checkpoint never lands before them. */
   private readonly inflightWrites = new Map<string, Set<Promise<unknown>>>();
+  private readonly writeSettings: WriteSettings;
+  /** Deltas after which a whole value is written again; 0 when deltas are off. */
+  private readonly maxChain: number;
+  private readonly lineages: DeltaCache;
 
   constructor(store: CheckpointStore, options: ResumableSaverOptions = {}) {
     super(options.serde);
     this.store = store;
     this.capabilities = { ...DEFAULT_CAPABILITIES, ...store.capabilities };
-    this.maxValueBytes = options.maxValueBytes ?? Number.POSITIVE_INFINITY;
+    const pieceMinBytes = options.pieces === false ? undefined : (options.pieces?.minBytes ?? DEFAULT_PIECE_BYTES);
+    this.writeSettings = {
+      serde: this.serde,
+      maxValueBytes: options.maxValueBytes ?? Number.POSITIVE_INFINITY,
+      maxItemBytes: this.capabilities.maxItemBytes,
+      pieceMinBytes: this.capabilities.valueRefs ? pieceMinBytes : undefined,
+    };
+    this.maxChain =
+      options.deltas === false || !this.capabilities.deltaRanges
+        ? 0
+        : ((typeof options.deltas === "object" ? options.deltas.maxChain : undefined) ?? DEFAULT_MAX_CHAIN);
+    this.lineages = new DeltaCache(options.cache);
   }
 
   /**
-   * Channel versions unique per write, not per lineage: `<step, zero-padded>.<random>`. With plain
+   * Channel versions unique per write, not per lineage, and short (see `versions.ts`): with plain
    * integers a fork from an old checkpoint would produce versions that the abandoned branch already
    * stored for other values, and since blobs are keyed by `(channel, version)` the old value would come
-   * back. Padded strings still compare in order.
+   * back. They still compare in order, as strings.
    */
   override getNextVersion(current: number | undefined): number {
-    const previous: unknown = current;
-    const n =
-      previous === undefined ? 0 : typeof previous === "number" ? previous : Number.parseInt(String(previous).split(".")[0] ?? "0", 10) || 0;
     // LangGraph's own typing says number, but it accepts string versions (its Postgres savers use them).
-    return `${String(n + 1).padStart(32, "0")}.${randomBytes(8).toString("hex")}` as unknown as number;
+    return nextVersion(current) as unknown as number;
   }
 
   /** Prepares the store (tables, indexes). Idempotent. */
@@ -141,7 +170,8 @@ export class ResumableSaver extends BaseCheckpointSaver {
     const checkpointId = optionalString(config.configurable?.checkpoint_id, "checkpoint_id");
     const stored = await this.store.getCheckpoint({ threadId, checkpointNs, checkpointId });
     if (!stored) return undefined;
-    return this.toTuple(stored);
+    // The runtime continues from what getTuple returns: remember it, so the next put can write deltas.
+    return this.toTuple(stored, true);
   }
 
   override async *list(config: RunnableConfig, options: CheckpointListOptions = {}): AsyncGenerator<CheckpointTuple> {
@@ -169,7 +199,7 @@ export class ResumableSaver extends BaseCheckpointSaver {
     for await (const stored of records) {
       // Core re-checks every record: a store's native filter is an optimisation, never the authority.
       if (wanted.length > 0 && !wanted.every(([key, text]) => canonicalJsonText(ownValue(stored.record.metadataJson, key)) === text)) continue;
-      yield await this.toTuple(stored);
+      yield await this.toTuple(stored, false);
       if (remaining !== undefined) {
         remaining -= 1;
         if (remaining <= 0) return;
@@ -190,36 +220,92 @@ export class ResumableSaver extends BaseCheckpointSaver {
       throw new InvalidConfigError("checkpoint.id", `put(): the checkpoint has no string "id" (got ${describe(checkpoint?.id)}).`);
     }
     checkIdentifier(checkpoint.id, ID_RULES.checkpointId, "put()");
-    for (const channel of Object.keys(checkpoint.channel_versions ?? {})) checkIdentifier(channel, ID_RULES.channel, "put()");
-    const chunks: ChunkRecord[] = [];
-    const limit = this.capabilities.maxItemBytes;
+    const versions = checkpoint.channel_versions ?? {};
+    for (const channel of Object.keys(versions)) checkIdentifier(channel, ID_RULES.channel, "put()");
+    const channelVersions = Object.fromEntries(Object.entries(versions).map(([k, v]) => [k, String(v)]));
+    const writer = new RecordWriter(this.writeSettings);
+    const parent = await this.parentLineage(threadId, checkpointNs, parentCheckpointId);
+    const lists = new Map<string, ListState>(parent?.lists ?? []);
+    const deltaRoots: Record<string, string> = {};
+    // A channel carried over (not in newVersions) keeps its blob, and so its delta root.
+    for (const [channel, root] of Object.entries(parent?.deltaRoots ?? {})) {
+      if (!(channel in (newVersions ?? {})) && parent?.channelVersions[channel] === channelVersions[channel]) deltaRoots[channel] = root;
+    }
     const blobs: BlobRecord[] = [];
     const values = checkpoint.channel_values ?? {};
-    for (const [channel, version] of Object.entries(newVersions ?? {})) {
+    let cachedBytes = 0;
+    for (const [channel, rawVersion] of Object.entries(newVersions ?? {})) {
       checkIdentifier(channel, ID_RULES.channel, "put()");
+      const version = String(rawVersion);
       const value = Object.prototype.hasOwnProperty.call(values, channel) ? (values as Record<string, unknown>)[channel] : undefined;
-      const serialized =
-        value === undefined ? EMPTY_VALUE : await serializeValue(this.serde, value, `channel "${channel}"`, this.maxValueBytes);
-      blobs.push({ channel, version: String(version), value: splitIfLarge(serialized, limit, chunks) });
+      const target = `channel "${channel}"`;
+      if (value === undefined) {
+        // No value at this version (an empty channel, a DeltaChannel between snapshots); a list
+        // stored earlier on the lineage stays the base for the next delta.
+        blobs.push({ channel, version, value: EMPTY_VALUE });
+        continue;
+      }
+      const list = this.maxChain > 0 ? listOf(value) : undefined;
+      const base = list ? parent?.lists.get(channel) : undefined;
+      if (list && base && base.depth < this.maxChain && extendsList(list, base.elements)) {
+        const delta = await writer.value(deltaOf(value, list, base.elements.length), target, true);
+        blobs.push({ channel, version, value: delta, baseVersion: base.version });
+        deltaRoots[channel] = base.root;
+        const bytes = base.bytes + sizeOf(delta);
+        lists.set(channel, { version, elements: list.slice(), root: base.root, depth: base.depth + 1, bytes });
+      } else {
+        const whole = await writer.value(value, target, true);
+        blobs.push({ channel, version, value: whole });
+        if (list) lists.set(channel, { version, elements: list.slice(), root: version, depth: 0, bytes: sizeOf(whole) });
+        else lists.delete(channel);
+      }
     }
-    const { channel_values: _values, ...rest } = checkpoint;
-    const bare = { ...rest, channel_values: {} };
+    for (const state of lists.values()) cachedBytes += state.bytes;
     const record: CheckpointRecord = {
       threadId,
       checkpointNs,
       checkpointId: checkpoint.id,
       parentCheckpointId,
-      checkpoint: splitIfLarge(await serializeValue(this.serde, bare, "the checkpoint", this.maxValueBytes), limit, chunks),
-      metadata: splitIfLarge(await serializeValue(this.serde, metadata, "the checkpoint metadata", this.maxValueBytes), limit, chunks),
+      checkpoint: await writer.value(bareCheckpoint(checkpoint), "the checkpoint", false),
+      metadata: await this.metadataValue(writer, metadata),
       // The metadata was serialized above, so it holds no cycle or bigint: canonical JSON needs no guard.
       metadataJson: canonicalJson(metadata) as Record<string, unknown>,
-      channelVersions: Object.fromEntries(Object.entries(checkpoint.channel_versions ?? {}).map(([k, v]) => [k, String(v)])),
+      channelVersions,
     };
+    if (Object.keys(deltaRoots).length > 0) record.deltaRoots = deltaRoots;
     // A checkpoint must never become durable before the writes this process issued for the steps
     // before it, or a crash between the two re-runs a node that had finished (LangGraph Python #8039).
     await this.writesSettled(threadId);
-    await this.store.putCheckpoint({ record, blobs, chunks });
+    await this.store.putCheckpoint({ record, blobs, chunks: writer.chunks });
+    if (this.maxChain > 0) {
+      this.lineages.set(threadId, checkpointNs, { checkpointId: checkpoint.id, channelVersions, deltaRoots, lists, bytes: cachedBytes });
+    }
     return { configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpoint.id } };
+  }
+
+  /**
+   * What the parent checkpoint holds that a child builds on: its list values (bases for deltas) and
+   * its delta roots (carried over with unchanged channels). From the cache when this saver wrote or
+   * read the parent last; otherwise read from the store, once (a put that does not follow the
+   * checkpoint its process last saw is rare: the runtime reads before it writes).
+   */
+  private async parentLineage(threadId: string, checkpointNs: string, parentId: string | undefined): Promise<LineageState | undefined> {
+    if (parentId === undefined || this.maxChain === 0) return undefined;
+    const cached = this.lineages.get(threadId, checkpointNs);
+    if (cached?.checkpointId === parentId) return cached;
+    const stored = await this.store.getCheckpoint({ threadId, checkpointNs, checkpointId: parentId });
+    if (!stored?.record.deltaRoots) return undefined;
+    return { checkpointId: parentId, channelVersions: stored.record.channelVersions, deltaRoots: stored.record.deltaRoots, lists: new Map(), bytes: 0 };
+  }
+
+  /** The metadata, stored once as `metadataJson` when that is exactly what it holds. */
+  private async metadataValue(writer: RecordWriter, metadata: CheckpointMetadata): Promise<SerializedValue> {
+    const value = await writer.value(metadata, "the checkpoint metadata", false);
+    if (!isDefaultSerde(this.serde) || value.chunkRef) return value;
+    // lc records (undefined, Map, Set, LangChain objects) and -0 do not survive plain JSON.
+    const text = new TextDecoder().decode(value.data);
+    if (text.includes('"lc":') || text.includes("-0")) return value;
+    return { type: METADATA_AS_JSON, data: new Uint8Array(0) };
   }
 
   override async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void> {
@@ -243,6 +329,7 @@ export class ResumableSaver extends BaseCheckpointSaver {
     const id = threadIdOf(threadId, "deleteThread()");
     if (id === undefined) throw new MissingThreadIdError("deleteThread()");
     await this.writesSettled(id);
+    this.lineages.deleteThread(id);
     await this.store.deleteThread(id);
   }
 
@@ -264,11 +351,17 @@ export class ResumableSaver extends BaseCheckpointSaver {
       checkpointId = latest.record.checkpointId;
     }
     const scope = { threadId, checkpointNs };
-    const { ancestors } = await this.store.getHistory({ ...scope, checkpointId, channels: [...channels] });
+    const { ancestors, chunks } = await this.store.getHistory({ ...scope, checkpointId, channels: [...channels] });
+    const reader = new RecordReader(this.store, this.serde, scope, chunks);
+    await reader.prefetch(ancestors.flatMap((a) => [...a.blobs.map((b) => b.value), ...a.writes.map((w) => w.value)]));
+    // Every ancestor's blobs in one map: a seed's delta chain may run through older ancestors' ranges.
+    const allBlobs = new Map<string, BlobRecord>();
+    for (const ancestor of ancestors) for (const b of ancestor.blobs) allBlobs.set(blobKey(b.channel, b.version), b);
     const byId = new Map(ancestors.map((a) => [a.checkpointId, a]));
     const remaining = new Set(channels);
     const perAncestor: Array<Map<string, CheckpointPendingWrite[]>> = [];
     const seeds = new Map<string, unknown>();
+    const seedStates = new Map<string, ListState>();
     let current = ancestors[0];
     const visited = new Set<string>();
     while (current && remaining.size > 0 && !visited.has(current.checkpointId)) {
@@ -276,23 +369,26 @@ export class ResumableSaver extends BaseCheckpointSaver {
       const collected = new Map<string, CheckpointPendingWrite[]>();
       for (const write of sortWrites(current.writes)) {
         if (!remaining.has(write.channel)) continue;
-        const value = await this.load(scope, write.value, `write "${write.channel}" of task ${write.taskId}`);
+        const value = await reader.load(write.value, `write "${write.channel}" of task ${write.taskId}`);
         const list = collected.get(write.channel) ?? [];
         list.push([write.taskId, write.channel, value]);
         collected.set(write.channel, list);
       }
       perAncestor.push(collected);
-      const blobs = new Map(current.blobs.map((b) => [`${b.channel}\u0000${b.version}`, b]));
       for (const channel of [...remaining]) {
         const version = current.channelVersions[channel];
-        const blob = version === undefined ? undefined : blobs.get(`${channel}\u0000${version}`);
+        const blob = version === undefined ? undefined : allBlobs.get(blobKey(channel, version));
         if (blob && blob.value.type !== "empty") {
-          seeds.set(channel, await this.loadBlob(scope, blob));
+          const resolved = await reader.blob(blob, allBlobs);
+          seeds.set(channel, resolved.value);
+          const list = listOf(resolved.value);
+          if (list) seedStates.set(channel, { version: blob.version, elements: list.slice(), root: resolved.root, depth: resolved.depth, bytes: blobBytes(blob) });
           remaining.delete(channel);
         }
       }
       current = current.parentCheckpointId === undefined ? undefined : byId.get(current.parentCheckpointId);
     }
+    this.rememberSeeds(threadId, checkpointNs, checkpointId, seedStates);
     const result: Record<string, DeltaChannelHistory> = {};
     for (const channel of channels) {
       const writes: CheckpointPendingWrite[] = [];
@@ -302,6 +398,24 @@ export class ResumableSaver extends BaseCheckpointSaver {
       result[channel] = entry;
     }
     return result;
+  }
+
+  /**
+   * A DeltaChannel's seed (its last snapshot) is the base of its next snapshot: when the runtime has
+   * just loaded the checkpoint the history was read for, remember the seeds on that checkpoint's state.
+   */
+  private rememberSeeds(threadId: string, checkpointNs: string, checkpointId: string, seeds: Map<string, ListState>): void {
+    if (seeds.size === 0 || this.maxChain === 0) return;
+    const cached = this.lineages.get(threadId, checkpointNs);
+    if (cached?.checkpointId !== checkpointId) return;
+    const lists = new Map(cached.lists);
+    let bytes = cached.bytes;
+    for (const [channel, state] of seeds) {
+      if (lists.has(channel)) continue;
+      lists.set(channel, state);
+      bytes += state.bytes;
+    }
+    this.lineages.set(threadId, checkpointNs, { ...cached, lists, bytes });
   }
 
   /** Resolves once every putWrites issued so far for the thread has settled (resolved or failed). */
@@ -327,7 +441,7 @@ export class ResumableSaver extends BaseCheckpointSaver {
 
   private async storeWrites(scope: Scope, checkpointId: string, writes: PendingWrite[], taskId: string, taskPath: string): Promise<void> {
     if (!Array.isArray(writes)) throw new InvalidConfigError("writes", `putWrites(): writes must be an array of [channel, value] pairs.`);
-    const chunks: ChunkRecord[] = [];
+    const writer = new RecordWriter(this.writeSettings);
     const records: WriteRecord[] = [];
     for (let i = 0; i < writes.length; i += 1) {
       const write = writes[i];
@@ -336,12 +450,11 @@ export class ResumableSaver extends BaseCheckpointSaver {
       }
       const [channel, value] = write;
       checkIdentifier(channel, ID_RULES.channel, "putWrites()");
-      const serialized = await serializeValue(this.serde, value, `write to channel "${channel}" (task ${taskId})`, this.maxValueBytes);
       records.push({
         taskId,
         idx: WRITES_IDX_MAP[channel] ?? i,
         channel,
-        value: splitIfLarge(serialized, this.capabilities.maxItemBytes, chunks),
+        value: await writer.value(value, `write to channel "${channel}" (task ${taskId})`, true),
         taskPath,
       });
     }
@@ -349,28 +462,50 @@ export class ResumableSaver extends BaseCheckpointSaver {
     // A batch of only special channels replaces what is stored (an INTERRUPT becomes a RESUME);
     // anything else keeps the first write of a (task, idx), so a retried task changes nothing.
     const mode = records.every((r) => SPECIAL_CHANNELS.has(r.channel)) ? "upsert" : "ignore";
-    await this.store.putWrites({ ...scope, checkpointId, writes: records, chunks, mode });
+    await this.store.putWrites({ ...scope, checkpointId, writes: records, chunks: writer.chunks, mode });
   }
 
-  private async toTuple(stored: StoredCheckpoint): Promise<CheckpointTuple> {
+  private async toTuple(stored: StoredCheckpoint, remember: boolean): Promise<CheckpointTuple> {
     const { record } = stored;
     const scope = { threadId: record.threadId, checkpointNs: record.checkpointNs };
-    const checkpoint = (await this.load(scope, record.checkpoint, `checkpoint ${record.checkpointId}`)) as Checkpoint;
-    const metadata = (await this.load(scope, record.metadata, `metadata of checkpoint ${record.checkpointId}`)) as CheckpointMetadata;
-    const blobs = new Map(stored.blobs.map((b) => [`${b.channel}\u0000${b.version}`, b]));
+    const reader = new RecordReader(this.store, this.serde, scope, stored.chunks);
+    await reader.prefetch([record.checkpoint, record.metadata, ...stored.blobs.map((b) => b.value), ...stored.writes.map((w) => w.value)]);
+    const checkpoint = expandCheckpoint(await reader.load(record.checkpoint, `checkpoint ${record.checkpointId}`));
+    // Compact records leave out what the record holds anyway.
+    if (checkpoint.id === undefined) checkpoint.id = record.checkpointId;
+    if (checkpoint.channel_versions === undefined) checkpoint.channel_versions = { ...record.channelVersions };
+    const metadata = (
+      record.metadata.type === METADATA_AS_JSON ? record.metadataJson : await reader.load(record.metadata, `metadata of checkpoint ${record.checkpointId}`)
+    ) as CheckpointMetadata;
+    const blobs = new Map(stored.blobs.map((b) => [blobKey(b.channel, b.version), b]));
     const channelValues: Record<string, unknown> = {};
+    const lists = new Map<string, ListState>();
     for (const [channel, version] of Object.entries(checkpoint.channel_versions ?? {})) {
-      const blob = blobs.get(`${channel}\u0000${String(version)}`);
+      const blob = blobs.get(blobKey(channel, String(version)));
       if (!blob || blob.value.type === "empty") continue;
-      channelValues[channel] = await this.loadBlob(scope, blob);
+      const resolved = await reader.blob(blob, blobs);
+      channelValues[channel] = resolved.value;
+      const list = remember ? listOf(resolved.value) : undefined;
+      if (list) lists.set(channel, { version: blob.version, elements: list.slice(), root: resolved.root, depth: resolved.depth, bytes: blobBytes(blob) });
     }
     checkpoint.channel_values = channelValues;
     const pendingWrites: CheckpointPendingWrite[] = [];
     for (const write of sortWrites(stored.writes)) {
-      pendingWrites.push([write.taskId, write.channel, await this.load(scope, write.value, `write "${write.channel}" of task ${write.taskId}`)]);
+      pendingWrites.push([write.taskId, write.channel, await reader.load(write.value, `write "${write.channel}" of task ${write.taskId}`)]);
     }
     if (checkpoint.v < 4 && record.parentCheckpointId !== undefined) {
       await this.migratePendingSends(checkpoint, scope, record.parentCheckpointId);
+    }
+    if (remember && this.maxChain > 0) {
+      let bytes = 0;
+      for (const state of lists.values()) bytes += state.bytes;
+      this.lineages.set(scope.threadId, scope.checkpointNs, {
+        checkpointId: record.checkpointId,
+        channelVersions: record.channelVersions,
+        deltaRoots: record.deltaRoots ?? {},
+        lists,
+        bytes,
+      });
     }
     const tuple: CheckpointTuple = {
       config: { configurable: { thread_id: record.threadId, checkpoint_ns: record.checkpointNs, checkpoint_id: record.checkpointId } },
@@ -392,9 +527,10 @@ export class ResumableSaver extends BaseCheckpointSaver {
    */
   private async migratePendingSends(checkpoint: Checkpoint, scope: Scope, parentCheckpointId: string): Promise<void> {
     const parent = await this.store.getCheckpoint({ ...scope, checkpointId: parentCheckpointId });
+    const reader = new RecordReader(this.store, this.serde, scope, parent?.chunks);
     const sends: unknown[] = [];
     for (const write of sortWrites(parent?.writes ?? [])) {
-      if (write.channel === TASKS) sends.push(await this.load(scope, write.value, `pending send of task ${write.taskId}`));
+      if (write.channel === TASKS) sends.push(await reader.load(write.value, `pending send of task ${write.taskId}`));
     }
     checkpoint.channel_values ??= {};
     (checkpoint.channel_values as Record<string, unknown>)[TASKS] = sends;
@@ -402,44 +538,39 @@ export class ResumableSaver extends BaseCheckpointSaver {
     const versions = Object.values(checkpoint.channel_versions);
     checkpoint.channel_versions[TASKS] = versions.length > 0 ? maxChannelVersion(...versions) : this.getNextVersion(undefined);
   }
+}
 
-  private async load(scope: Scope, value: SerializedValue, target: string): Promise<unknown> {
-    return deserializeValue(this.serde, await this.reassemble(scope, value, target), target);
-  }
+/**
+ * The checkpoint as its record stores it: without its channel values (they are blobs), its id (the
+ * record's key) and, when every version is a string, its channel versions (the record holds them).
+ * What is left of a current checkpoint (`v`, `ts`, `versions_seen`) is stored as the array
+ * `[v, ts, versions_seen]`; a checkpoint with any other field keeps the object form.
+ */
+function bareCheckpoint(checkpoint: Checkpoint): unknown {
+  const { channel_values: _values, id: _id, channel_versions: versions, ...rest } = checkpoint;
+  const keepVersions = Object.values(versions ?? {}).some((v) => typeof v !== "string");
+  if (keepVersions) return { ...rest, channel_versions: versions };
+  const keys = Object.keys(rest);
+  if (keys.length === 3 && "v" in rest && "ts" in rest && "versions_seen" in rest) return [rest.v, rest.ts, rest.versions_seen];
+  return rest;
+}
 
-  private async reassemble(scope: Scope, value: SerializedValue, target: string): Promise<SerializedValue> {
-    if (!value.chunkRef) return value;
-    return joinChunks(value, await this.store.getChunks(scope.threadId, [value.chunkRef.hash]), target);
+/** A stored checkpoint back in LangGraph's shape (see {@link bareCheckpoint}). */
+function expandCheckpoint(stored: unknown): Checkpoint {
+  if (Array.isArray(stored)) {
+    const [v, ts, versionsSeen] = stored as [number, string, Checkpoint["versions_seen"]];
+    return { v, ts, versions_seen: versionsSeen } as Checkpoint;
   }
+  return stored as Checkpoint;
+}
 
-  /**
-   * Loads a channel blob. A blob with a `baseVersion` holds a delta: the items appended to the value
-   * at that earlier version, so the chain is resolved back to a whole value.
-   */
-  private async loadBlob(scope: Scope, blob: BlobRecord): Promise<unknown> {
-    const target = `channel "${blob.channel}" at version ${blob.version}`;
-    if (blob.baseVersion === undefined) return this.load(scope, blob.value, target);
-    const chain: BlobRecord[] = [blob];
-    const seen = new Set([blob.version]);
-    let base: string | undefined = blob.baseVersion;
-    while (base !== undefined) {
-      if (seen.has(base)) throw new CorruptRecordError(`${target} has a delta chain that loops at version ${base}`);
-      seen.add(base);
-      const [found] = await this.store.getBlobs(scope, [{ channel: blob.channel, version: base }]);
-      if (!found) throw new CorruptRecordError(`${target} is a delta over version ${base}, which is missing`);
-      chain.push(found);
-      base = found.baseVersion;
-    }
-    let value = await this.load(scope, chain[chain.length - 1]!.value, target);
-    for (let i = chain.length - 2; i >= 0; i -= 1) {
-      const delta = await this.load(scope, chain[i]!.value, target);
-      if (!Array.isArray(value) || !Array.isArray(delta)) {
-        throw new CorruptRecordError(`${target} is a delta, but its base or delta is not a list`);
-      }
-      value = [...value, ...delta];
-    }
-    return value;
-  }
+/** Bytes a stored value takes (its own bytes, or the size its chunks add up to). */
+function sizeOf(value: SerializedValue): number {
+  return value.chunkRef ? value.chunkRef.size : value.data.byteLength;
+}
+
+function blobBytes(blob: BlobRecord): number {
+  return sizeOf(blob.value);
 }
 
 /** Pending writes in `writesSortKey` order: task path, then task id, then index. */

@@ -195,7 +195,10 @@ export function splitIfLarge(value: SerializedValue, maxBytes: number, chunks: C
   for (let index = 0; index < count; index += 1) {
     chunks.push({ hash, index, data: value.data.subarray(index * maxBytes, (index + 1) * maxBytes) });
   }
-  return { type: value.type, data: EMPTY_BYTES, chunkRef: { hash, count, size: value.data.byteLength } };
+  const split: SerializedValue = { type: value.type, data: EMPTY_BYTES, chunkRef: { hash, count, size: value.data.byteLength } };
+  // The bytes split are the value's own, piece holes included: the references stay with it.
+  if (value.refs) split.refs = value.refs;
+  return split;
 }
 
 /** Reassembles a split value from its chunks, checking count, size and hash. */

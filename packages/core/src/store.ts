@@ -256,6 +256,13 @@ export interface StoreCapabilities {
    * holds it; without it, every value is stored whole.
    */
   valueRefs: boolean;
+  /**
+   * The store returns, with a checkpoint (`getCheckpoint`, `listCheckpoints`, `getHistory`), every
+   * blob of each delta channel's range (see {@link CheckpointRecord.deltaRoots}) (default `false`).
+   * Only then does core store list channels as deltas: without the ranges, reading a long chain
+   * would cost one call per link.
+   */
+  deltaRanges: boolean;
 }
 
 /** Defaults for every capability a store does not declare. */
@@ -265,6 +272,7 @@ export const DEFAULT_CAPABILITIES: StoreCapabilities = Object.freeze({
   persistent: true,
   commandEvents: false,
   valueRefs: false,
+  deltaRanges: false,
 });
 
 /**

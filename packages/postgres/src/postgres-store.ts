@@ -176,6 +176,7 @@ export class PostgresStore implements CheckpointStore {
       persistent: true,
       commandEvents: true,
       valueRefs: true,
+      deltaRanges: true,
     };
   }
 

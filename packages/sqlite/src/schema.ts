@@ -45,8 +45,8 @@ export const MIGRATIONS: readonly Migration[] = [
         metadata_chunk_ref TEXT,
         metadata_json TEXT NOT NULL,
         channel_versions TEXT NOT NULL,
-        PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id DESC)
-      )`,
+        PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
+      ) WITHOUT ROWID`,
       `CREATE TABLE resumable_blobs (
         thread_id TEXT NOT NULL,
         checkpoint_ns TEXT NOT NULL,
@@ -57,7 +57,7 @@ export const MIGRATIONS: readonly Migration[] = [
         chunk_ref TEXT,
         base_version TEXT,
         PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
-      )`,
+      ) WITHOUT ROWID`,
       `CREATE TABLE resumable_writes (
         thread_id TEXT NOT NULL,
         checkpoint_ns TEXT NOT NULL,
@@ -70,7 +70,7 @@ export const MIGRATIONS: readonly Migration[] = [
         chunk_ref TEXT,
         task_path TEXT NOT NULL,
         PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
-      )`,
+      ) WITHOUT ROWID`,
       `CREATE TABLE resumable_chunks (
         thread_id TEXT NOT NULL,
         hash TEXT NOT NULL,

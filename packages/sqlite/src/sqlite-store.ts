@@ -70,6 +70,12 @@ const MAX_CACHED_STATEMENTS = 200;
  * between attempts, asynchronously, so the event loop keeps running (see `retryWhileBusy`).
  */
 const IN_CALL_BUSY_MS = 5;
+/**
+ * Page size of a new database. Shared pieces (messages) are rows of a few KB: a 4 KB page holds one
+ * and wastes the rest, a 16 KB page packs several (measured: a 200-turn chat of 2 KB messages takes
+ * 2.96x its raw bytes on disk with 4 KB pages, 1.96x with 16 KB).
+ */
+const PAGE_SIZE = 16384;
 /** The longest pause between two attempts to take a lock. */
 const MAX_BUSY_PAUSE_MS = 50;
 
@@ -277,6 +283,7 @@ export class SqliteStore implements CheckpointStore {
       persistent: !memory,
       commandEvents: true,
       valueRefs: true,
+      deltaRanges: true,
     };
   }
 
@@ -661,6 +668,8 @@ export class SqliteStore implements CheckpointStore {
   private async configure(db: SqliteDatabase): Promise<void> {
     // Numbers and names below are validated in the constructor; PRAGMA takes no bound parameters.
     db.pragma(`busy_timeout = ${Math.min(IN_CALL_BUSY_MS, this.busyTimeoutMs)}`);
+    // Only a new, empty file takes it (an existing one keeps its page size): see PAGE_SIZE.
+    db.pragma(`page_size = ${PAGE_SIZE}`);
     if (!db.memory) {
       // Switching to WAL needs a moment of exclusive access, which a second process opening the same
       // new file may hold; retry within the busy timeout. Once the file is in WAL mode this is a no-op.

@@ -45,7 +45,7 @@ describe("crash injection on SQLite, and the suite catching broken stores built 
     const messages = failures(report);
     expect(messages.length).toBeGreaterThan(0);
     expect(messages.some((m) => /^linear \/ sync \/ k=\d+ \(after COMMIT\): checkpoint \S+ .* is torn: it references channel "[^"]+" at version \S+ but that blob is missing$/.test(m))).toBe(true);
-  });
+  }, 180_000);
 
   it("fails a store whose putWrites resolves without writing, naming the lost write", async () => {
     const report = await runCrashSuite({ factoryModule: fixture("lossy-sqlite-store"), graphs: ["fanout"], modes: ["sync"], quick: 4 });
@@ -65,5 +65,5 @@ describe("crash injection on SQLite, and the suite catching broken stores built 
     const ordered = await runCrashSuite({ factoryModule: fixture("slow-writes-sqlite-store"), graphs: ["linear"], modes: ["sync"] });
     expect(failures(ordered)).toEqual([]);
     expect(ordered.passed).toBeGreaterThan(10);
-  });
+  }, 180_000);
 });
