@@ -1,0 +1,678 @@
+/**
+ * The DynamoDB {@link CheckpointStore}: one table, one partition per thread, atomic without
+ * transactions.
+ *
+ * @module
+ */
+import {
+  DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  ScanCommand,
+  type DynamoDBClientConfig,
+  type GetItemCommandOutput,
+  type QueryCommandInput,
+  type ScanCommandOutput,
+} from "@aws-sdk/client-dynamodb";
+import {
+  ID_RULES,
+  InvalidConfigError,
+  StoreClosedError,
+  canonicalJsonText,
+  checkIdentifier,
+  type BlobRecord,
+  type CheckpointRecord,
+  type CheckpointStore,
+  type ChunkRecord,
+  type HistoryAncestor,
+  type HistoryQuery,
+  type HistoryResult,
+  type ListCheckpointsQuery,
+  type PutCheckpointRequest,
+  type PutWritesRequest,
+  type SerializedValue,
+  type StoreCapabilities,
+  type StoreCommandListener,
+  type StoredCheckpoint,
+  type ThreadScope,
+  type WriteRecord,
+} from "@resumable/core";
+
+import { errorName } from "./errors.js";
+import { DEFAULT_MAX_ITEM_BYTES, DYNAMODB_ITEM_LIMIT, type Item } from "./item-size.js";
+import {
+  blobItem,
+  checkpointItem,
+  chunkItems,
+  fitItem,
+  readBlob,
+  readCheckpoint,
+  readChunk,
+  readWrite,
+  spillRef,
+  unspill,
+  writeItem,
+} from "./items.js";
+import { PK, SK, blobKey, checkpointKey, chunkKey, checkpointPrefix, parseCheckpointKey, prefixEnd, writesPrefix } from "./keys.js";
+import { setupTable, type CreateTableOptions } from "./table.js";
+import { TableClient, mapLimit, type DynamoDBClientLike, type DynamoDBRetryOptions, type Key } from "./table-client.js";
+import { ThreadTtl, type DynamoDBTtlOptions } from "./thread-ttl.js";
+
+/** Options of {@link DynamoDBStore}. */
+export interface DynamoDBStoreOptions {
+  /** The table holding every thread. */
+  tableName: string;
+  /**
+   * Let `setup()` create the table when it is missing (and wait until it is ACTIVE). Default `false`:
+   * `setup()` only checks that the table exists with this store's key schema.
+   */
+  createTable?: boolean | CreateTableOptions;
+  /** Whole-thread TTL: an expiry epoch on every item of a thread (see {@link DynamoDBTtlOptions}). */
+  ttl?: DynamoDBTtlOptions;
+  /** Retries of throttled requests and unprocessed batch items. */
+  retry?: DynamoDBRetryOptions;
+  /**
+   * The largest item the store writes, counting attribute names and values as DynamoDB does. Default
+   * 400,000 (DynamoDB's "400 KB" is 409,600 on AWS and dynalite, 405,000 on moto 5.2.5).
+   */
+  maxItemBytes?: number;
+  /** Checkpoints per Query page of `listCheckpoints`. Default 50. */
+  pageSize?: number;
+  /** Strongly consistent reads (default `true`): a process that resumes a thread sees every write. */
+  consistentRead?: boolean;
+  /** Requests of one operation in flight at once (batches, conditional puts). Default 8. */
+  concurrency?: number;
+  /** Names the endpoint in error messages. Default: taken from the client when it says. */
+  endpoint?: string;
+}
+
+/** Options of {@link DynamoDBStore.connect}: the store's and the client's. */
+export interface DynamoDBConnectOptions extends DynamoDBStoreOptions {
+  /** Passed to `new DynamoDBClient(...)`: region, endpoint, credentials... */
+  clientConfig?: DynamoDBClientConfig;
+}
+
+const STORE = "DynamoDBStore";
+/** Bytes a chunk item needs besides its data: keys at their longest, attribute names, `n`. */
+const CHUNK_OVERHEAD = 1024;
+const HASH_RULE = { field: "chunk hash", maxBytes: 512 };
+
+type Value = SerializedValue;
+
+/**
+ * A {@link CheckpointStore} on one DynamoDB table.
+ *
+ * - `putCheckpoint` writes chunks and blobs first (BatchWriteItem), the checkpoint item last (PutItem):
+ *   that item is the commit point, so a reader never sees a checkpoint whose parts are missing.
+ * - `putWrites` stores chunks first, then each write with a conditional PutItem (`"ignore"`) or a
+ *   batch (`"upsert"`).
+ * - Reads are strongly consistent Queries in reverse sort-key order; a checkpoint comes back with its
+ *   blobs (BatchGetItem, a BETWEEN Query per delta range), its writes (one Query) and its chunks.
+ *
+ * @example
+ * ```ts
+ * const store = new DynamoDBStore(new DynamoDBClient({ region: "eu-west-1" }), { tableName: "checkpoints", createTable: true });
+ * await store.setup();
+ * const checkpointer = new ResumableSaver(store);
+ * ```
+ */
+export class DynamoDBStore implements CheckpointStore {
+  readonly capabilities: Partial<StoreCapabilities>;
+  /** The client requests go through; left open by `close()` unless the store created it. */
+  readonly client: DynamoDBClientLike;
+  readonly tableName: string;
+  private readonly db: TableClient;
+  private readonly ttl: ThreadTtl | undefined;
+  private readonly createTable: CreateTableOptions | undefined;
+  private readonly itemLimit: number;
+  private readonly chunkBytes: number;
+  private readonly pageSize: number;
+  private readonly consistent: boolean;
+  /** putWrites calls in flight per thread: a checkpoint item waits for them (see putCheckpoint). */
+  private readonly writesInFlight = new Map<string, Set<Promise<void>>>();
+  private ownsClient = false;
+  private closed = false;
+
+  constructor(client: DynamoDBClientLike, options: DynamoDBStoreOptions) {
+    if (typeof client?.send !== "function") {
+      throw new InvalidConfigError("client", `${STORE}: the first argument must be a DynamoDBClient (anything with send()), got ${typeof client}.`);
+    }
+    const tableName = options?.tableName;
+    if (typeof tableName !== "string" || !/^[a-zA-Z0-9_.-]{3,255}$/.test(tableName)) {
+      throw new InvalidConfigError("tableName", `${STORE}: "tableName" must be 3 to 255 characters of a-z, A-Z, 0-9, "_", "-" and ".", got ${JSON.stringify(tableName)}.`);
+    }
+    this.client = client;
+    this.tableName = tableName;
+    this.db = new TableClient(client, tableName, `${STORE} (table "${tableName}")`, options.endpoint ?? "its endpoint", options.retry, options.concurrency);
+    this.ttl = options.ttl ? new ThreadTtl(options.ttl, this.db) : undefined;
+    this.createTable = options.createTable === true ? {} : options.createTable || undefined;
+    this.itemLimit = options.maxItemBytes ?? DEFAULT_MAX_ITEM_BYTES;
+    const overhead = CHUNK_OVERHEAD + (this.ttl ? this.ttl.attribute.length * 3 + 21 : 0);
+    if (!Number.isInteger(this.itemLimit) || this.itemLimit < overhead + 1024 || this.itemLimit > DYNAMODB_ITEM_LIMIT) {
+      throw new InvalidConfigError("maxItemBytes", `${STORE}: "maxItemBytes" must be an integer from ${overhead + 1024} to ${DYNAMODB_ITEM_LIMIT}, got ${String(this.itemLimit)}.`);
+    }
+    this.chunkBytes = this.itemLimit - overhead;
+    this.pageSize = Math.max(1, Math.floor(options.pageSize ?? 50));
+    this.consistent = options.consistentRead ?? true;
+    this.capabilities = { maxItemBytes: this.chunkBytes, nativeMetadataFilter: true, persistent: true, commandEvents: true, valueRefs: true };
+  }
+
+  /** A store with a `DynamoDBClient` of its own (from `clientConfig`), destroyed by `close()`. Does not run `setup()`. */
+  static async connect(options: DynamoDBConnectOptions): Promise<DynamoDBStore> {
+    const { clientConfig = {}, ...rest } = options;
+    const client = new DynamoDBClient(clientConfig);
+    const endpoint = rest.endpoint ?? (typeof clientConfig.endpoint === "string" ? clientConfig.endpoint : undefined);
+    const store = new DynamoDBStore(client, { ...rest, ...(endpoint ? { endpoint } : {}) });
+    store.ownsClient = true;
+    return store;
+  }
+
+  instrument(listener: StoreCommandListener | undefined): void {
+    this.db.listener = listener;
+  }
+
+  /**
+   * Checks the table (creating it when `createTable` is set, and waiting until it is ACTIVE) and,
+   * with `ttl.enableOnTable`, enables TTL on it. Idempotent; safe from several processes at once.
+   */
+  async setup(): Promise<void> {
+    this.check();
+    await setupTable(this.db, this.createTable, this.ttl?.enableOnTable ? this.ttl.attribute : undefined);
+  }
+
+  async putCheckpoint(request: PutCheckpointRequest): Promise<void> {
+    this.check();
+    const { record } = request;
+    checkRecord(record);
+    for (const blob of request.blobs) checkBlobKey(blob.channel, blob.version);
+    const extra = await this.stamp(record.threadId, "putCheckpoint", true);
+    const spill: Item[] = [];
+    const parts = [
+      ...this.chunkItems(record.threadId, request.chunks, extra),
+      ...request.blobs.map((blob) =>
+        this.fit(blobItem(record.threadId, record.checkpointNs, blob, extra), extra, spill, () => `channel "${blob.channel}" at version ${blob.version}`),
+      ),
+    ];
+    const main = this.fit(checkpointItem(record, extra), extra, spill, () => `checkpoint ${record.checkpointId}`);
+    // Dependents first, in any order; the checkpoint item, written last, is what makes them visible.
+    if (parts.length + spill.length > 0) await this.db.putAll("putCheckpoint", uniqueItems([...parts, ...spill]));
+    // LangGraph issues a checkpoint's own input writes right after put(): the checkpoint must not
+    // become durable before the writes this process has in flight for its thread, or a crash leaves
+    // an input checkpoint whose input is lost.
+    await Promise.allSettled([...(this.writesInFlight.get(record.threadId) ?? [])]);
+    await this.db.send("PutItem checkpoint", "putCheckpoint", new PutItemCommand({ TableName: this.tableName, Item: main }));
+  }
+
+  async putWrites(request: PutWritesRequest): Promise<void> {
+    this.check();
+    const inFlight = this.writesInFlight.get(request.threadId) ?? new Set<Promise<void>>();
+    this.writesInFlight.set(request.threadId, inFlight);
+    const done = this.storeWrites(request);
+    inFlight.add(done);
+    try {
+      await done;
+    } finally {
+      inFlight.delete(done);
+      if (inFlight.size === 0 && this.writesInFlight.get(request.threadId) === inFlight) this.writesInFlight.delete(request.threadId);
+    }
+  }
+
+  private async storeWrites(request: PutWritesRequest): Promise<void> {
+    checkScope(request);
+    checkIdentifier(request.checkpointId, ID_RULES.checkpointId, STORE);
+    for (const write of request.writes) checkWrite(write);
+    if (request.writes.length === 0 && request.chunks.length === 0) return;
+    const extra = await this.stamp(request.threadId, "putWrites", false);
+    const spill: Item[] = [];
+    const byKey = new Map<string, WriteRecord>();
+    // A batch refuses duplicate keys: "ignore" keeps the first of a (task, idx), "upsert" the last.
+    for (const write of request.writes) if (request.mode === "upsert" || !byKey.has(`${write.taskId}\u0000${write.idx}`)) byKey.set(`${write.taskId}\u0000${write.idx}`, write);
+    const items = [...byKey.values()].map((write) =>
+      this.fit(writeItem(request.threadId, request.checkpointNs, request.checkpointId, write, extra), extra, spill, () => `write "${write.channel}" of task ${write.taskId}`),
+    );
+    const chunks = [...this.chunkItems(request.threadId, request.chunks, extra), ...spill];
+    // Chunks first: a write is visible as soon as it lands.
+    if (chunks.length > 0) await this.db.putAll("putWrites", uniqueItems(chunks));
+    if (request.mode === "upsert" && items.length > 1) {
+      await this.db.putAll("putWrites", items);
+      return;
+    }
+    await mapLimit(items, this.db.concurrency, async (Item) => {
+      try {
+        await this.db.send(
+          "PutItem write",
+          "putWrites",
+          new PutItemCommand({
+            TableName: this.tableName,
+            Item,
+            ...(request.mode === "ignore" ? { ConditionExpression: "attribute_not_exists(#pk)", ExpressionAttributeNames: { "#pk": PK } } : {}),
+          }),
+        );
+      } catch (error) {
+        // "ignore": the first write of this (task, idx) is already stored, and stays.
+        if (errorName(error) !== "ConditionalCheckFailedException") throw error;
+      }
+    });
+  }
+
+  async getCheckpoint(scope: ThreadScope & { checkpointId?: string }): Promise<StoredCheckpoint | undefined> {
+    this.check();
+    checkScope(scope);
+    let item: Item | undefined;
+    if (scope.checkpointId !== undefined) {
+      checkIdentifier(scope.checkpointId, ID_RULES.checkpointId, STORE);
+      const out = await this.db.send<GetItemCommandOutput>(
+        "GetItem checkpoint",
+        "getCheckpoint",
+        new GetItemCommand({ TableName: this.tableName, Key: itemKey(scope.threadId, checkpointKey(scope.checkpointNs, scope.checkpointId)), ConsistentRead: this.consistent }),
+      );
+      item = out.Item && this.live(out.Item) ? (out.Item as Item) : undefined;
+    } else {
+      for await (const page of this.db.query("Query latest checkpoint", "getCheckpoint", {
+        ...this.keyCondition(scope.threadId, "begins_with(#sk, :lo)", { ":lo": checkpointPrefix(scope.checkpointNs) }),
+        ScanIndexForward: false,
+        Limit: 1,
+      })) {
+        item = page.find((i) => this.live(i));
+        if (item) break;
+      }
+    }
+    if (!item) return undefined;
+    this.ttl?.note(scope.threadId, item);
+    const [stored] = await this.load(scope.threadId, await this.unspillAll(scope.threadId, [item], "getCheckpoint"), "getCheckpoint", false);
+    return stored;
+  }
+
+  async *listCheckpoints(query: ListCheckpointsQuery): AsyncIterable<StoredCheckpoint> {
+    this.check();
+    if (query.threadId !== undefined) checkIdentifier(query.threadId, ID_RULES.threadId, STORE);
+    if (query.checkpointNs !== undefined) checkIdentifier(query.checkpointNs, ID_RULES.checkpointNs, STORE);
+    let remaining = query.limit;
+    if (remaining !== undefined && remaining <= 0) return;
+    const wanted = Object.entries(query.filter ?? {}).map(([k, v]) => [k, canonicalJsonText(v)] as const);
+    const threads = query.threadId !== undefined ? [query.threadId] : this.threadIds();
+    for await (const threadId of threads) {
+      for await (const page of this.checkpointPages(threadId, query, remaining)) {
+        let items = (await this.unspillAll(threadId, page.filter((i) => this.live(i)), "listCheckpoints")).filter((item) => {
+          const { checkpointId } = parseCheckpointKey(item[SK]!.S!);
+          if (query.checkpointId !== undefined && checkpointId !== query.checkpointId) return false;
+          if (query.before !== undefined && compareBytes(checkpointId, query.before) >= 0) return false;
+          if (wanted.length === 0) return true;
+          const metadata = JSON.parse(item["mj"]?.S ?? "{}") as Record<string, unknown>;
+          return wanted.every(([k, text]) => canonicalJsonText(Object.prototype.hasOwnProperty.call(metadata, k) ? metadata[k] : undefined) === text);
+        });
+        if (remaining !== undefined) items = items.slice(0, remaining);
+        if (items.length === 0) continue;
+        for (const stored of await this.load(threadId, items, "listCheckpoints", wanted.length === 0)) yield stored;
+        if (remaining !== undefined) {
+          remaining -= items.length;
+          if (remaining <= 0) return;
+        }
+      }
+    }
+  }
+
+  async getHistory(query: HistoryQuery): Promise<HistoryResult> {
+    this.check();
+    checkScope(query);
+    checkIdentifier(query.checkpointId, ID_RULES.checkpointId, STORE);
+    const { threadId, checkpointNs: ns } = query;
+    const unseeded = new Set(query.channels);
+    const fetched = new Map<string, CheckpointRecord>();
+    const chain: Array<CheckpointRecord & { blobs: BlobRecord[] }> = [];
+    const seeds: Array<{ at: number; channel: string; root: string; version: string }> = [];
+    let next: string | undefined;
+    let started = false;
+    // Newest first from the target, one page at a time, until every channel has its seed.
+    const pages = this.db.query("Query ancestors", "getHistory", {
+      ...this.keyCondition(threadId, "#sk BETWEEN :lo AND :hi", { ":lo": checkpointPrefix(ns), ":hi": checkpointKey(ns, query.checkpointId) }),
+      ScanIndexForward: false,
+      Limit: 100,
+    });
+    for await (const page of pages) {
+      for (const item of await this.unspillAll(threadId, page.filter((i) => this.live(i)), "getHistory")) {
+        const record = readCheckpoint(item);
+        fetched.set(record.checkpointId, record);
+      }
+      if (!started) {
+        const target = fetched.get(query.checkpointId);
+        if (!target) return { ancestors: [] };
+        started = true;
+        next = target.parentCheckpointId;
+      }
+      const added: Array<CheckpointRecord & { blobs: BlobRecord[] }> = [];
+      while (next !== undefined && fetched.has(next) && !chain.some((a) => a.checkpointId === next)) {
+        const ancestor = { ...fetched.get(next)!, blobs: [] };
+        added.push(ancestor);
+        chain.push(ancestor);
+        next = ancestor.parentCheckpointId;
+      }
+      const keys = added.flatMap((a) => [...unseeded].flatMap((ch) => (a.channelVersions[ch] === undefined ? [] : [key(threadId, blobKey(ns, ch, a.channelVersions[ch]!))])));
+      const found = new Map((await this.getBlobItems(threadId, keys, "getHistory")).map((b) => [`${b.channel}\u0000${b.version}`, b]));
+      for (const ancestor of added) {
+        for (const channel of [...unseeded]) {
+          const version = ancestor.channelVersions[channel];
+          const blob = version === undefined ? undefined : found.get(`${channel}\u0000${version}`);
+          if (!blob) continue;
+          ancestor.blobs.push(blob);
+          if (blob.value.type === "empty") continue;
+          unseeded.delete(channel);
+          const root = ancestor.deltaRoots?.[channel];
+          if (root !== undefined) seeds.push({ at: chain.indexOf(ancestor), channel, root, version: version! });
+        }
+        if (unseeded.size === 0) {
+          // The walk ends at the ancestor holding the last seed.
+          chain.length = chain.indexOf(ancestor) + 1;
+          break;
+        }
+      }
+      if (unseeded.size === 0 || next === undefined || (added.length === 0 && fetched.has(next))) break;
+    }
+    if (chain.length === 0) return { ancestors: [] };
+    const members = new Map(chain.map((a) => [a.checkpointId, a]));
+    const ids = chain.map((a) => a.checkpointId).sort(compareBytes);
+    const channels = [...new Set(query.channels)];
+    const filter =
+      channels.length <= 100
+        ? { FilterExpression: `#ch IN (${channels.map((_, i) => `:c${i}`).join(", ")})`, channels: Object.fromEntries(channels.map((c, i) => [`:c${i}`, c])) }
+        : undefined;
+    const [writeItems, ranges] = await Promise.all([
+      this.db.queryAll("Query ancestor writes", "getHistory", {
+        ...this.keyCondition(threadId, "#sk BETWEEN :lo AND :hi", { ":lo": writesPrefix(ns, ids[0]!), ":hi": prefixEnd(writesPrefix(ns, ids[ids.length - 1]!)), ...filter?.channels }, filter ? { "#ch": "ch" } : {}),
+        ...(filter ? { FilterExpression: filter.FilterExpression } : {}),
+      }),
+      Promise.all(seeds.map((seed) => this.blobRange(threadId, ns, seed.channel, seed.root, seed.version, "getHistory"))),
+    ]);
+    const writes = new Map<string, WriteRecord[]>();
+    for (const write of (await this.unspillAll(threadId, writeItems, "getHistory")).map(readWrite)) {
+      if (!members.has(write.checkpointId) || !channels.includes(write.channel)) continue;
+      const { checkpointId, ...rest } = write;
+      writes.set(checkpointId, [...(writes.get(checkpointId) ?? []), rest]);
+    }
+    seeds.forEach((seed, i) => {
+      const ancestor = chain[seed.at]!;
+      const have = new Set(ancestor.blobs.map((b) => `${b.channel}\u0000${b.version}`));
+      ancestor.blobs.push(...ranges[i]!.filter((b) => !have.has(`${b.channel}\u0000${b.version}`)));
+    });
+    const ancestors: HistoryAncestor[] = chain.map((a) => ({
+      checkpointId: a.checkpointId,
+      parentCheckpointId: a.parentCheckpointId,
+      channelVersions: a.channelVersions,
+      ...(a.deltaRoots ? { deltaRoots: a.deltaRoots } : {}),
+      blobs: a.blobs,
+      writes: writes.get(a.checkpointId) ?? [],
+    }));
+    const values = ancestors.flatMap((a) => [...a.blobs.map((b) => b.value), ...a.writes.map((w) => w.value)]);
+    return { ancestors, chunks: await this.fetchChunks(threadId, referenced(values), "getHistory") };
+  }
+
+  async getChunks(threadId: string, hashes: string[]): Promise<ChunkRecord[]> {
+    this.check();
+    checkIdentifier(threadId, ID_RULES.threadId, STORE);
+    for (const hash of hashes) checkIdentifier(hash, HASH_RULE, STORE);
+    return this.fetchChunks(threadId, new Map(hashes.map((h) => [h, undefined])), "getChunks");
+  }
+
+  async getBlobs(scope: ThreadScope, keys: Array<{ channel: string; version: string }>): Promise<BlobRecord[]> {
+    this.check();
+    checkScope(scope);
+    for (const k of keys) checkBlobKey(k.channel, k.version);
+    return this.getBlobItems(scope.threadId, keys.map((k) => key(scope.threadId, blobKey(scope.checkpointNs, k.channel, k.version))), "getBlobs");
+  }
+
+  /**
+   * Deletes every item of the thread's partition: checkpoints first, so that no reader meets a
+   * checkpoint whose parts are going, then everything else, parts a crash left behind included.
+   */
+  async deleteThread(threadId: string): Promise<void> {
+    this.check();
+    checkIdentifier(threadId, ID_RULES.threadId, STORE);
+    const remove = async (condition: string | undefined, values: Record<string, string>) => {
+      const items = await this.db.queryAll("Query thread keys", "deleteThread", { ...this.keyCondition(threadId, condition, values), ProjectionExpression: "#pk, #sk" });
+      await this.db.batchWrite("deleteThread", items.map((item) => ({ DeleteRequest: { Key: itemKey(item[PK]!.S!, item[SK]!.S!) } })));
+    };
+    await remove("begins_with(#sk, :lo)", { ":lo": "c|" });
+    await remove(undefined, {});
+    this.ttl?.forget(threadId);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.ownsClient) this.client.destroy?.();
+  }
+
+  private check(): void {
+    if (this.closed) throw new StoreClosedError(STORE);
+  }
+
+  private live(item: Item): boolean {
+    return this.ttl ? this.ttl.live(item) : true;
+  }
+
+  private stamp(threadId: string, operation: string, checkpoint: boolean): Promise<Item> {
+    return this.ttl ? this.ttl.stamp(threadId, operation, checkpoint) : Promise.resolve({});
+  }
+
+  private fit(item: Item, extra: Item, spill: Item[], what: () => string): Item {
+    return fitItem(item, this.itemLimit, this.chunkBytes, extra, spill, what);
+  }
+
+  private chunkItems(threadId: string, chunks: ChunkRecord[], extra: Item): Item[] {
+    for (const chunk of chunks) checkIdentifier(chunk.hash, HASH_RULE, STORE);
+    return chunkItems(threadId, chunks, extra).map((item) => this.fit(item, extra, [], () => `chunk ${item[SK]!.S!}`));
+  }
+
+  /** A Query's key condition on one thread's partition, and on its sort key when `sortCondition` is given. */
+  private keyCondition(threadId: string, sortCondition: string | undefined, values: Record<string, string>, names: Record<string, string> = {}): Omit<QueryCommandInput, "TableName"> {
+    return {
+      KeyConditionExpression: sortCondition === undefined ? "#pk = :pk" : `#pk = :pk AND ${sortCondition}`,
+      ExpressionAttributeNames: { "#pk": PK, "#sk": SK, ...names },
+      ExpressionAttributeValues: Object.fromEntries(Object.entries({ ":pk": threadId, ...values }).map(([k, v]) => [k, { S: v }])),
+      ConsistentRead: this.consistent,
+    };
+  }
+
+  /** The thread ids of the table that have checkpoints, in scan order: `list()` without a thread. */
+  private async *threadIds(): AsyncGenerator<string> {
+    const seen = new Set<string>();
+    let start: Item | undefined;
+    do {
+      const out = await this.db.send<ScanCommandOutput>(
+        "Scan threads",
+        "listCheckpoints",
+        new ScanCommand({
+          TableName: this.tableName,
+          FilterExpression: "begins_with(#sk, :c)",
+          ProjectionExpression: "#pk",
+          ExpressionAttributeNames: { "#pk": PK, "#sk": SK },
+          ExpressionAttributeValues: { ":c": { S: "c|" } },
+          ConsistentRead: this.consistent,
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      );
+      for (const item of out.Items ?? []) {
+        const threadId = item[PK]?.S;
+        if (threadId === undefined || seen.has(threadId)) continue;
+        seen.add(threadId);
+        yield threadId;
+      }
+      start = out.LastEvaluatedKey as Item | undefined;
+    } while (start);
+  }
+
+  /** Checkpoint items of one thread matching the query's namespace and `before`, newest first. */
+  private checkpointPages(threadId: string, query: ListCheckpointsQuery, remaining: number | undefined): AsyncGenerator<Item[]> {
+    const ns = query.checkpointNs;
+    const limit = Math.min(this.pageSize, query.filter === undefined && remaining !== undefined ? remaining + 1 : Number.POSITIVE_INFINITY);
+    const prefix = ns === undefined ? "c|" : checkpointPrefix(ns);
+    const condition =
+      ns !== undefined && query.checkpointId !== undefined
+        ? this.keyCondition(threadId, "#sk = :lo", { ":lo": checkpointKey(ns, query.checkpointId) })
+        : ns !== undefined && query.before !== undefined
+          ? this.keyCondition(threadId, "#sk BETWEEN :lo AND :hi", { ":lo": prefix, ":hi": `${prefix}${query.before}` })
+          : this.keyCondition(threadId, "begins_with(#sk, :lo)", { ":lo": prefix });
+    return this.db.query("Query checkpoints", "listCheckpoints", { ...condition, ScanIndexForward: false, Limit: limit });
+  }
+
+  /** The blobs, writes and chunks of checkpoint items (unspilled) of one thread, as stored checkpoints. */
+  private async load(threadId: string, items: Item[], operation: string, contiguous: boolean): Promise<StoredCheckpoint[]> {
+    const records = items.map(readCheckpoint);
+    const exact: Key[] = [];
+    const ranges = new Map<string, { ns: string; channel: string; root: string; version: string }>();
+    for (const r of records) {
+      for (const [channel, version] of Object.entries(r.channelVersions)) {
+        const root = r.deltaRoots?.[channel];
+        if (root === undefined) exact.push(key(threadId, blobKey(r.checkpointNs, channel, version)));
+        else ranges.set([r.checkpointNs, channel, root, version].join("\u0000"), { ns: r.checkpointNs, channel, root, version });
+      }
+    }
+    const rangeList = [...ranges.values()];
+    const [found, inRanges, writeItems] = await Promise.all([
+      this.getBlobItems(threadId, exact, operation, true),
+      Promise.all(rangeList.map((r) => this.blobRange(threadId, r.ns, r.channel, r.root, r.version, operation))),
+      this.writeItems(threadId, records, operation, contiguous),
+    ]);
+    const bySortKey = new Map(found.map(({ sk, blob }) => [sk, blob]));
+    const byRange = new Map(rangeList.map((r, i) => [[r.ns, r.channel, r.root, r.version].join("\u0000"), inRanges[i]!]));
+    const writes = new Map<string, WriteRecord[]>();
+    for (const { ns, write } of writeItems) {
+      const { checkpointId, ...rest } = write;
+      const k = `${ns}\u0000${checkpointId}`;
+      writes.set(k, [...(writes.get(k) ?? []), rest]);
+    }
+    const stored = records.map((record): StoredCheckpoint => {
+      const own: BlobRecord[] = [];
+      for (const [channel, version] of Object.entries(record.channelVersions)) {
+        const root = record.deltaRoots?.[channel];
+        if (root === undefined) {
+          const blob = bySortKey.get(blobKey(record.checkpointNs, channel, version));
+          if (blob) own.push(blob);
+        } else {
+          own.push(...(byRange.get([record.checkpointNs, channel, root, version].join("\u0000")) ?? []));
+        }
+      }
+      return { record, blobs: own, writes: writes.get(`${record.checkpointNs}\u0000${record.checkpointId}`) ?? [] };
+    });
+    const values = stored.flatMap((s) => [s.record.checkpoint, s.record.metadata, ...s.blobs.map((b) => b.value), ...s.writes.map((w) => w.value)]);
+    const chunks = await this.fetchChunks(threadId, referenced(values), operation);
+    const byHash = new Map<string, ChunkRecord[]>();
+    for (const chunk of chunks) byHash.set(chunk.hash, [...(byHash.get(chunk.hash) ?? []), chunk]);
+    for (const s of stored) {
+      const own = [...referenced([s.record.checkpoint, s.record.metadata, ...s.blobs.map((b) => b.value), ...s.writes.map((w) => w.value)]).keys()];
+      s.chunks = own.flatMap((hash) => byHash.get(hash) ?? []);
+    }
+    return stored;
+  }
+
+  /**
+   * The writes of the records' checkpoints: one Query over the range of a namespace's checkpoint ids
+   * when the records are a contiguous page of it, else one Query per checkpoint (in parallel).
+   */
+  private async writeItems(threadId: string, records: CheckpointRecord[], operation: string, contiguous: boolean): Promise<Array<{ ns: string; write: WriteRecord & { checkpointId: string } }>> {
+    const byNs = new Map<string, Set<string>>();
+    for (const r of records) byNs.set(r.checkpointNs, (byNs.get(r.checkpointNs) ?? new Set()).add(r.checkpointId));
+    const queries: Array<{ ns: string; ids: Set<string>; lo: string; hi: string }> = [];
+    for (const [ns, ids] of byNs) {
+      const sorted = [...ids].sort(compareBytes);
+      if (contiguous || sorted.length === 1) queries.push({ ns, ids, lo: writesPrefix(ns, sorted[0]!), hi: prefixEnd(writesPrefix(ns, sorted[sorted.length - 1]!)) });
+      else for (const id of sorted) queries.push({ ns, ids, lo: writesPrefix(ns, id), hi: prefixEnd(writesPrefix(ns, id)) });
+    }
+    const pages = await mapLimit(queries, this.db.concurrency, async (q) => {
+      const items = await this.db.queryAll("Query writes", operation, this.keyCondition(threadId, "#sk BETWEEN :lo AND :hi", { ":lo": q.lo, ":hi": q.hi }));
+      return (await this.unspillAll(threadId, items, operation)).map((item) => ({ ns: q.ns, write: readWrite(item) })).filter((w) => q.ids.has(w.write.checkpointId));
+    });
+    return pages.flat();
+  }
+
+  private getBlobItems(threadId: string, keys: Key[], operation: string): Promise<BlobRecord[]>;
+  private getBlobItems(threadId: string, keys: Key[], operation: string, withKeys: true): Promise<Array<{ sk: string; blob: BlobRecord }>>;
+  private async getBlobItems(threadId: string, keys: Key[], operation: string, withKeys?: true): Promise<BlobRecord[] | Array<{ sk: string; blob: BlobRecord }>> {
+    if (keys.length === 0) return [];
+    const items = await this.unspillAll(threadId, await this.db.batchGet(operation, keys, this.consistent), operation);
+    return withKeys ? items.map((item) => ({ sk: item[SK]!.S!, blob: readBlob(item) })) : items.map(readBlob);
+  }
+
+  /** Every blob of a channel with a version in `[root, version]`. */
+  private async blobRange(threadId: string, ns: string, channel: string, root: string, version: string, operation: string): Promise<BlobRecord[]> {
+    const items = await this.db.queryAll(
+      "Query blob range",
+      operation,
+      this.keyCondition(threadId, "#sk BETWEEN :lo AND :hi", { ":lo": blobKey(ns, channel, root), ":hi": blobKey(ns, channel, version) }),
+    );
+    return (await this.unspillAll(threadId, items, operation)).map(readBlob);
+  }
+
+  /** Restores spilled items (one batch get for all of them). */
+  private async unspillAll(threadId: string, items: Item[], operation: string): Promise<Item[]> {
+    const refs = new Map<string, number>();
+    for (const item of items) {
+      const ref = spillRef(item);
+      if (ref) refs.set(ref.hash, ref.count);
+    }
+    if (refs.size === 0) return items;
+    const chunks = await this.fetchChunks(threadId, refs, operation);
+    return items.map((item) => unspill(item, chunks));
+  }
+
+  /**
+   * Every chunk of each hash: all indices when the count is known (a chunk reference), else index 0,
+   * whose `n` says whether more follow (a second batch get).
+   */
+  private async fetchChunks(threadId: string, hashes: Map<string, number | undefined>, operation: string): Promise<ChunkRecord[]> {
+    if (hashes.size === 0) return [];
+    const keysOf = (hash: string, from: number, to: number) => Array.from({ length: to - from }, (_, i) => key(threadId, chunkKey(hash, from + i)));
+    const first = [...hashes].flatMap(([hash, count]) => keysOf(hash, 0, count ?? 1));
+    const chunks = (await this.db.batchGet(operation, first, this.consistent)).map(readChunk);
+    const more = chunks.filter((c) => c.index === 0 && hashes.get(c.hash) === undefined && (c.count ?? 1) > 1);
+    if (more.length > 0) chunks.push(...(await this.db.batchGet(operation, more.flatMap((c) => keysOf(c.hash, 1, c.count!)), this.consistent)).map(readChunk));
+    return chunks.map(({ hash, index, data }) => ({ hash, index, data }));
+  }
+}
+
+const key = (pk: string, sk: string): Key => ({ pk, sk });
+const itemKey = (pk: string, sk: string): Item => ({ [PK]: { S: pk }, [SK]: { S: sk } });
+
+/** Hashes values reference: piece references (count unknown) and chunk references (count known). */
+function referenced(values: Value[]): Map<string, number | undefined> {
+  const out = new Map<string, number | undefined>();
+  for (const value of values) {
+    for (const hash of value.refs ?? []) if (!out.has(hash)) out.set(hash, undefined);
+    if (value.chunkRef) out.set(value.chunkRef.hash, value.chunkRef.count);
+  }
+  return out;
+}
+
+/** Distinct keys only: a batch refuses two requests for one item. */
+function uniqueItems(items: Item[]): Item[] {
+  return [...new Map(items.map((item) => [item[SK]!.S!, item])).values()];
+}
+
+/** Code-point order (DynamoDB's order of sort keys: their UTF-8 bytes). */
+function compareBytes(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
+}
+
+function checkScope(scope: ThreadScope): void {
+  checkIdentifier(scope.threadId, ID_RULES.threadId, STORE);
+  checkIdentifier(scope.checkpointNs, ID_RULES.checkpointNs, STORE);
+}
+
+function checkRecord(record: CheckpointRecord): void {
+  checkScope(record);
+  checkIdentifier(record.checkpointId, ID_RULES.checkpointId, STORE);
+  if (record.parentCheckpointId !== undefined) checkIdentifier(record.parentCheckpointId, ID_RULES.checkpointId, STORE);
+  for (const [channel, version] of Object.entries(record.channelVersions)) checkBlobKey(channel, version);
+}
+
+function checkBlobKey(channel: string, version: string): void {
+  checkIdentifier(channel, ID_RULES.channel, STORE);
+  checkIdentifier(version, ID_RULES.version, STORE);
+}
+
+function checkWrite(write: WriteRecord): void {
+  checkIdentifier(write.taskId, ID_RULES.taskId, STORE);
+  checkIdentifier(write.channel, ID_RULES.channel, STORE);
+  checkIdentifier(write.taskPath, ID_RULES.taskPath, STORE);
+  if (!Number.isSafeInteger(write.idx)) throw new InvalidConfigError("idx", `${STORE}: a write's idx must be an integer, got ${String(write.idx)}.`);
+}

@@ -1,0 +1,3 @@
+import { dynamoDbConformance } from "./fixtures/conformance.js";
+
+dynamoDbConformance("dynalite");

@@ -1,0 +1,3 @@
+import { crashSweep } from "./fixtures/crash-sweep.js";
+
+crashSweep("moto");
