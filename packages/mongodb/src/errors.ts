@@ -7,6 +7,7 @@ import {
   ID_RULES,
   InvalidConfigError,
   ResumableError,
+  StoreBusyError,
   StoreTimeoutError,
   checkIdentifier,
   type IdentifierRule,
@@ -29,6 +30,23 @@ export class MongoUnavailableError extends ResumableError {
       { cause },
     );
     this.operation = operation;
+  }
+}
+
+/**
+ * A write reached a thread whose TTL expired while another process was deleting it (see
+ * `MongoDBStore.deleteExpiredThreads`). Nothing of the write was stored; retried once the deletion is
+ * done (a second or so), it starts the thread anew. A `StoreBusyError`, so code that retries those
+ * retries this too.
+ */
+export class MongoThreadExpiringError extends StoreBusyError {
+  readonly threadId: string;
+  constructor(threadId: string) {
+    super("MongoDBStore", 0);
+    this.message =
+      `MongoDBStore: thread ${JSON.stringify(threadId)} expired (ttlSeconds) and another process is deleting it right now. ` +
+      `Nothing of this write was stored; retry it in a moment, and it starts the thread anew.`;
+    this.threadId = threadId;
   }
 }
 

@@ -6,4 +6,4 @@
  */
 export { MongoDBSaver, type MongoDBSaverConnectOptions, type MongoDBSaverParams } from "./mongodb-saver.js";
 export { LAYOUT_VERSION, MongoDBStore, type MongoDBCollections, type MongoDBConnectOptions, type MongoDBStoreOptions } from "./mongodb-store.js";
-export { MongoUnavailableError } from "./errors.js";
+export { MongoThreadExpiringError, MongoUnavailableError } from "./errors.js";

@@ -5,7 +5,6 @@
  */
 import {
   InvalidConfigError,
-  StoreBusyError,
   StoreClosedError,
   StoreNotSetUpError,
   ValueTooLargeError,
@@ -48,7 +47,7 @@ import {
   type ChunkDoc,
   type WriteDoc,
 } from "./documents.js";
-import { checkCollectionPrefix, checkDatabaseName, checkId, onlyDuplicateKeys, translateError } from "./errors.js";
+import { MongoThreadExpiringError, checkCollectionPrefix, checkDatabaseName, checkId, onlyDuplicateKeys, translateError } from "./errors.js";
 
 /** Options of {@link MongoDBStore}. */
 export interface MongoDBStoreOptions {
@@ -88,6 +87,11 @@ const MAX_DOCUMENT_BYTES = 16 * 1024 * 1024 - 64 * 1024;
 /** A sweep that claimed a thread and did not finish within this time (its process died) may be redone. */
 const STALE_CLAIM_MS = 60_000;
 const NEWEST_FIRST = { thread_id: -1, checkpoint_ns: -1, checkpoint_id: -1 } as const;
+/**
+ * Reads that return every match: a first batch as large as the server allows (16 MB), rather than
+ * the driver's 101 documents and a `getMore` round trip for the rest.
+ */
+const ALL = { batchSize: 100_000 } as const;
 
 /** The collections, by role. */
 export interface MongoDBCollections {
@@ -158,6 +162,7 @@ export class MongoDBStore implements CheckpointStore {
       persistent: true,
       commandEvents: true,
       valueRefs: true,
+      deltaRanges: true,
     };
   }
 
@@ -196,7 +201,8 @@ export class MongoDBStore implements CheckpointStore {
       ]),
     );
     const layout = await this.run("update meta", "setup", () =>
-      meta.findOneAndUpdate({ _id: "layout" }, { $max: { version: LAYOUT_VERSION } }, { upsert: true, returnDocument: "after" }),
+      // Setups racing on a new database may both try to insert the document: the loser retries.
+      retryDuplicate(() => meta.findOneAndUpdate({ _id: "layout" }, { $max: { version: LAYOUT_VERSION } }, { upsert: true, returnDocument: "after" })),
     );
     if ((layout?.version ?? LAYOUT_VERSION) > LAYOUT_VERSION) throw this.newerLayout(layout!.version);
     this.ready = Promise.resolve();
@@ -282,7 +288,7 @@ export class MongoDBStore implements CheckpointStore {
     if (scope.checkpointId !== undefined) {
       const id = checkId("checkpoint_id", scope.checkpointId);
       // By id, its writes need nothing from the checkpoint: both at once.
-      writes = this.run("find writes", "getCheckpoint", () => this.collections.writes.find({ ...where, checkpoint_id: id }).toArray());
+      writes = this.run("find writes", "getCheckpoint", () => this.collections.writes.find({ ...where, checkpoint_id: id }, ALL).toArray());
       writes.catch(() => {});
       doc = await this.run("find checkpoint", "getCheckpoint", () =>
         this.collections.checkpoints.findOne({ _id: keyId([scope.threadId, scope.checkpointNs, id]) }),
@@ -354,12 +360,12 @@ export class MongoDBStore implements CheckpointStore {
     const [headers, blobHeaders] = await Promise.all([
       this.run("find checkpoint headers", "getHistory", () =>
         this.collections.checkpoints
-          .find(where, { projection: { _id: 0, checkpoint_id: 1, parent_checkpoint_id: 1, channel_versions: 1, delta_roots: 1 } })
+          .find(where, { ...ALL, projection: { _id: 0, checkpoint_id: 1, parent_checkpoint_id: 1, channel_versions: 1, delta_roots: 1 } })
           .toArray(),
       ),
       this.run("find blob headers", "getHistory", () =>
         this.collections.blobs
-          .find({ ...where, channel: { $in: query.channels } }, { projection: { _id: 0, channel: 1, version: 1, "value.type": 1 } })
+          .find({ ...where, channel: { $in: query.channels } }, { ...ALL, projection: { _id: 0, channel: 1, version: 1, "value.type": 1 } })
           .toArray(),
       ),
     ]);
@@ -397,12 +403,12 @@ export class MongoDBStore implements CheckpointStore {
     const byAncestor = new Map(ancestors.map((a) => [a.checkpointId, a]));
     const [writes, blobs] = await Promise.all([
       this.run("find writes", "getHistory", () =>
-        this.collections.writes.find({ ...where, checkpoint_id: { $in: [...byAncestor.keys()] }, channel: { $in: query.channels } }).toArray(),
+        this.collections.writes.find({ ...where, checkpoint_id: { $in: [...byAncestor.keys()] }, channel: { $in: query.channels } }, ALL).toArray(),
       ),
       seeds.length === 0
         ? []
         : this.run("find blobs", "getHistory", () =>
-            this.collections.blobs.find({ ...where, $or: seeds.map((s) => blobCondition(s.channel, s.version, s.root)) }).toArray(),
+            this.collections.blobs.find({ ...where, $or: seeds.map((s) => blobCondition(s.channel, s.version, s.root)) }, ALL).toArray(),
           ),
     ]);
     for (const write of writes) byAncestor.get(write.checkpoint_id)?.writes.push(fromWriteDoc(write));
@@ -422,7 +428,7 @@ export class MongoDBStore implements CheckpointStore {
     for (const hash of hashes) checkId("chunk hash", hash);
     await this.ensureReady();
     const docs = await this.run("find chunks", "getChunks", () =>
-      this.collections.chunks.find({ thread_id: threadId, hash: { $in: [...new Set(hashes)] } }).toArray(),
+      this.collections.chunks.find({ thread_id: threadId, hash: { $in: [...new Set(hashes)] } }, ALL).toArray(),
     );
     return docs.map(fromChunkDoc);
   }
@@ -437,7 +443,7 @@ export class MongoDBStore implements CheckpointStore {
     }
     await this.ensureReady();
     const docs = await this.run("find blobs", "getBlobs", () =>
-      this.collections.blobs.find({ thread_id: scope.threadId, checkpoint_ns: scope.checkpointNs, $or: keys.map((k) => blobCondition(k.channel, k.version)) }).toArray(),
+      this.collections.blobs.find({ thread_id: scope.threadId, checkpoint_ns: scope.checkpointNs, $or: keys.map((k) => blobCondition(k.channel, k.version)) }, ALL).toArray(),
     );
     return docs.map(fromBlobDoc);
   }
@@ -460,7 +466,7 @@ export class MongoDBStore implements CheckpointStore {
    * returns how many. An expired thread is already invisible to reads, as a whole (its expiry is one
    * document); this reclaims its storage. A sweep claims each thread first, so sweeps in several
    * processes never delete the same thread twice, and a write arriving meanwhile fails with
-   * `StoreBusyError` rather than landing in a half-deleted thread. Call it from a timer:
+   * {@link MongoThreadExpiringError} (a `StoreBusyError`) rather than landing in a half-deleted thread. Call it from a timer:
    *
    * ```ts
    * setInterval(() => store.deleteExpiredThreads().catch(console.error), 60_000).unref();
@@ -563,12 +569,12 @@ export class MongoDBStore implements CheckpointStore {
     const blobGroups = groups.filter((g) => g.blobs.size > 0).map((g) => ({ ...g.where, $or: [...g.blobs.values()] }));
     const threads = [...new Set(records.map((r) => r.threadId))];
     const [blobDocs, writeDocs, markers] = await Promise.all([
-      blobGroups.length === 0 ? [] : this.run("find blobs", operation, () => this.collections.blobs.find(anyOf(blobGroups) as Filter<BlobDoc>).toArray()),
+      blobGroups.length === 0 ? [] : this.run("find blobs", operation, () => this.collections.blobs.find(anyOf(blobGroups) as Filter<BlobDoc>, ALL).toArray()),
       writes ??
         this.run("find writes", operation, () =>
-          this.collections.writes.find(anyOf(groups.map((g) => ({ ...g.where, checkpoint_id: { $in: g.ids } }))) as Filter<WriteDoc>).toArray(),
+          this.collections.writes.find(anyOf(groups.map((g) => ({ ...g.where, checkpoint_id: { $in: g.ids } }))) as Filter<WriteDoc>, ALL).toArray(),
         ),
-      this.ttlMs === undefined || !checkExpiry ? [] : this.run("find threads", operation, () => this.collections.threads.find({ _id: { $in: threads } }).toArray()),
+      this.ttlMs === undefined || !checkExpiry ? [] : this.run("find threads", operation, () => this.collections.threads.find({ _id: { $in: threads } }, ALL).toArray()),
     ]);
     const expired = new Set(markers.filter((m) => !live(m)).map((m) => m._id));
     const visible = records.filter((record) => !expired.has(record.threadId));
@@ -610,7 +616,7 @@ export class MongoDBStore implements CheckpointStore {
     const out = new Map<string, ChunkRecord[]>();
     if (hashes.size === 0) return out;
     const parts = [...hashes].map(([threadId, set]) => ({ thread_id: threadId, hash: { $in: [...set] } }));
-    const docs = await this.run("find chunks", operation, () => this.collections.chunks.find(parts.length === 1 ? parts[0]! : { $or: parts }).toArray());
+    const docs = await this.run("find chunks", operation, () => this.collections.chunks.find(parts.length === 1 ? parts[0]! : { $or: parts }, ALL).toArray());
     for (const doc of docs) push(out, doc.thread_id, fromChunkDoc(doc));
     return out;
   }
@@ -665,7 +671,7 @@ export class MongoDBStore implements CheckpointStore {
       });
     if (await refresh()) return;
     if ((await this.expireThread(threadId, operation)) && (await refresh())) return;
-    throw new StoreBusyError(STORE_NAME, 0, new Error(`thread ${JSON.stringify(threadId)} expired and another process is deleting it`));
+    throw new MongoThreadExpiringError(threadId);
   }
 
   /** Claims an expired thread, deletes its data (checkpoints first), then its expiry document. */

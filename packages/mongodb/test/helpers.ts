@@ -21,9 +21,14 @@ export class TestServer {
 
   /** A fresh database name on this server (created on first write), dropped by `closeAll()`. */
   async database(label = "t"): Promise<string> {
-    const { name } = await createMongoTestDatabase(label, this.server);
-    this.databases.add(name);
-    return name;
+    return (await this.databaseWithUrl(label)).name;
+  }
+
+  /** As {@link database}, with the server's URL naming it as its path. */
+  async databaseWithUrl(label = "t"): Promise<{ name: string; url: string }> {
+    const db = await createMongoTestDatabase(label, this.server);
+    this.databases.add(db.name);
+    return db;
   }
 
   async drop(name: string): Promise<void> {

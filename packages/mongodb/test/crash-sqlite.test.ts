@@ -1,0 +1,3 @@
+import { mongoCrashSuite } from "./crash.js";
+
+mongoCrashSuite("sqlite");
