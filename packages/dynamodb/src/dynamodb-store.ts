@@ -154,7 +154,7 @@ export class DynamoDBStore implements CheckpointStore {
     this.chunkBytes = this.itemLimit - overhead;
     this.pageSize = Math.max(1, Math.floor(options.pageSize ?? 50));
     this.consistent = options.consistentRead ?? true;
-    this.capabilities = { maxItemBytes: this.chunkBytes, nativeMetadataFilter: true, persistent: true, commandEvents: true, valueRefs: true };
+    this.capabilities = { maxItemBytes: this.chunkBytes, nativeMetadataFilter: true, persistent: true, commandEvents: true, valueRefs: true, deltaRanges: true };
   }
 
   /** A store with a `DynamoDBClient` of its own (from `clientConfig`), destroyed by `close()`. Does not run `setup()`. */

@@ -157,28 +157,33 @@ async function waitActive(db: TableClient, timeoutMs: number): Promise<TableDesc
 }
 
 async function enableTtl(db: TableClient, attribute: string): Promise<void> {
+  const unsupported = (error: unknown, operation: string) => {
+    if (errorName(error) !== "UnknownOperationException") return error;
+    return new InvalidConfigError(
+      "ttl.enableOnTable",
+      `${db.store}: the endpoint has no TTL API (${operation}: UnknownOperationException; dynalite has none). ` +
+        `Items still carry "${attribute}" and reads hide expired threads; enable TTL on the table where the API exists, or set ttl.enableOnTable: false.`,
+    );
+  };
   let current: DescribeTimeToLiveCommandOutput;
   try {
     current = await db.send("DescribeTimeToLive", "setup", new DescribeTimeToLiveCommand({ TableName: db.table }));
   } catch (error) {
-    if (errorName(error) === "UnknownOperationException") {
-      throw new InvalidConfigError(
-        "ttl.enableOnTable",
-        `${db.store}: the endpoint has no TTL API (DescribeTimeToLive: UnknownOperationException; dynalite has none). ` +
-          `Items still carry "${attribute}" and reads hide expired threads; enable TTL on the table where the API exists, or set ttl.enableOnTable: false.`,
-      );
-    }
-    throw error;
+    throw unsupported(error, "DescribeTimeToLive");
   }
   const spec = current.TimeToLiveDescription;
   const status = spec?.TimeToLiveStatus;
   if ((status === "ENABLED" || status === "ENABLING") && spec?.AttributeName === attribute) return;
-  if ((status === "ENABLED" || status === "ENABLING") && spec?.AttributeName !== attribute) {
+  if (status === "ENABLED" || status === "ENABLING") {
     throw new InvalidConfigError(
       "ttl.attribute",
       `${db.store}: TTL on table "${db.table}" is already enabled on "${spec?.AttributeName}", not "${attribute}"; DynamoDB allows one TTL attribute per table. ` +
         `Set ttl.attribute to "${spec?.AttributeName}", or disable TTL on the table first.`,
     );
   }
-  await db.send("UpdateTimeToLive", "setup", new UpdateTimeToLiveCommand({ TableName: db.table, TimeToLiveSpecification: { AttributeName: attribute, Enabled: true } }));
+  try {
+    await db.send("UpdateTimeToLive", "setup", new UpdateTimeToLiveCommand({ TableName: db.table, TimeToLiveSpecification: { AttributeName: attribute, Enabled: true } }));
+  } catch (error) {
+    throw unsupported(error, "UpdateTimeToLive");
+  }
 }
