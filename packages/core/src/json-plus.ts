@@ -93,7 +93,37 @@ function encode(value: unknown): unknown {
  * @param target What the value is, for messages: `channel "messages"`.
  */
 export function dumpsJsonPlus(value: unknown, target: string): Uint8Array {
+  // Plain JSON data (the common case for checkpoints and small values) needs no replacer at all.
+  if (isPlainJson(value, 0)) return encoder.encode(JSON.stringify(value));
   return encoder.encode(stringifyStrict(value, target, "$", 0, undefined));
+}
+
+/**
+ * Whether JSON.stringify alone writes exactly what {@link dumpsJsonPlus} would: strings, booleans,
+ * null, finite numbers other than -0, and arrays (without holes) and plain objects of those.
+ */
+export function isPlainJson(value: unknown, depth: number): boolean {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return true;
+    case "number":
+      return Number.isFinite(value) && !(value === 0 && Object.is(value, -0));
+    case "object":
+      break;
+    default:
+      return false;
+  }
+  if (value === null) return true;
+  if (depth >= MAX_VALUE_DEPTH) return false;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i += 1) if (!(i in value) || !isPlainJson(value[i], depth + 1)) return false;
+    return true;
+  }
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return false;
+  for (const key of Object.keys(value)) if (!isPlainJson((value as Record<string, unknown>)[key], depth + 1)) return false;
+  return true;
 }
 
 /** Which parts of a value {@link dumpsJsonPlusParts} stores apart, as shared pieces. */
@@ -193,6 +223,7 @@ const PLACEHOLDER = `\u0000piece:${randomUUID()}:`;
 const PLACEHOLDER_PATTERN = new RegExp(`${JSON.stringify(PLACEHOLDER).slice(0, -1).replace(/[\\^$.*+?()[\]{}|]/g, "\\$&")}(\\d+)"`, "g");
 
 function stringifyStrict(value: unknown, target: string, basePath: string, baseDepth: number, extract: Extraction | undefined): string {
+  if ((typeof value !== "object" || value === null) && isPlainJson(value, 0)) return JSON.stringify(value);
   // The containers JSON.stringify is inside of, innermost last, and the key each sits under: the
   // replacer's `this` is always one of them, so everything above it is finished.
   const holders: unknown[] = [];

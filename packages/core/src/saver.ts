@@ -30,7 +30,7 @@ import { InvalidConfigError, MissingThreadIdError } from "./errors.js";
 import { ID_RULES, checkIdentifier } from "./ids.js";
 import { canonicalFilter } from "./metadata-filter.js";
 import { RecordReader, RecordWriter, blobKey, deltaOf, listOf, type WriteSettings } from "./record-codec.js";
-import { EMPTY_VALUE, canonicalJson, canonicalJsonText, isDefaultSerde } from "./serialization.js";
+import { EMPTY_VALUE, canonicalJson, canonicalJsonText, canonicalPlainJson, isDefaultSerde } from "./serialization.js";
 import {
   DEFAULT_CAPABILITIES,
   type BlobRecord,
@@ -267,9 +267,7 @@ export class ResumableSaver extends BaseCheckpointSaver {
       checkpointId: checkpoint.id,
       parentCheckpointId,
       checkpoint: await writer.value(bareCheckpoint(checkpoint), "the checkpoint", false),
-      metadata: await this.metadataValue(writer, metadata),
-      // The metadata was serialized above, so it holds no cycle or bigint: canonical JSON needs no guard.
-      metadataJson: canonicalJson(metadata) as Record<string, unknown>,
+      ...(await this.metadataFields(writer, metadata)),
       channelVersions,
     };
     if (Object.keys(deltaRoots).length > 0) record.deltaRoots = deltaRoots;
@@ -298,14 +296,18 @@ export class ResumableSaver extends BaseCheckpointSaver {
     return { checkpointId: parentId, channelVersions: stored.record.channelVersions, deltaRoots: stored.record.deltaRoots, lists: new Map(), bytes: 0 };
   }
 
-  /** The metadata, stored once as `metadataJson` when that is exactly what it holds. */
-  private async metadataValue(writer: RecordWriter, metadata: CheckpointMetadata): Promise<SerializedValue> {
+  /**
+   * The metadata and its canonical JSON. Metadata that is plain JSON data (the runtime's always is) is
+   * stored once, as its `metadataJson`; anything else is serialized as well, so it round-trips.
+   */
+  private async metadataFields(writer: RecordWriter, metadata: CheckpointMetadata): Promise<Pick<CheckpointRecord, "metadata" | "metadataJson">> {
+    const plain = isDefaultSerde(this.serde) ? canonicalPlainJson(metadata) : undefined;
+    if (plain !== undefined && plain !== null && typeof plain === "object" && !Array.isArray(plain)) {
+      return { metadata: { type: METADATA_AS_JSON, data: new Uint8Array(0) }, metadataJson: plain as Record<string, unknown> };
+    }
     const value = await writer.value(metadata, "the checkpoint metadata", false);
-    if (!isDefaultSerde(this.serde) || value.chunkRef) return value;
-    // lc records (undefined, Map, Set, LangChain objects) and -0 do not survive plain JSON.
-    const text = new TextDecoder().decode(value.data);
-    if (text.includes('"lc":') || text.includes("-0")) return value;
-    return { type: METADATA_AS_JSON, data: new Uint8Array(0) };
+    // The metadata was serialized above, so it holds no cycle or bigint: canonical JSON needs no guard.
+    return { metadata: value, metadataJson: canonicalJson(metadata) as Record<string, unknown> };
   }
 
   override async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void> {

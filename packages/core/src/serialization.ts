@@ -172,6 +172,45 @@ export function canonicalJson(value: unknown): unknown {
   return out;
 }
 
+/**
+ * The canonical JSON of a value that is plain JSON data (see `isPlainJson`: no `undefined`, no class
+ * instances, no `-0`...), in one walk; `undefined` when it is not, and must be serialized the full way.
+ */
+export function canonicalPlainJson(value: unknown, depth = 0): unknown {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return value;
+    case "number":
+      return Number.isFinite(value) && !(value === 0 && Object.is(value, -0)) ? value : undefined;
+    case "object":
+      break;
+    default:
+      return undefined;
+  }
+  if (value === null) return null;
+  if (depth >= MAX_VALUE_DEPTH) return undefined;
+  if (Array.isArray(value)) {
+    const out: unknown[] = new Array(value.length);
+    for (let i = 0; i < value.length; i += 1) {
+      if (!(i in value)) return undefined;
+      const item = canonicalPlainJson(value[i], depth + 1);
+      if (item === undefined) return undefined;
+      out[i] = item;
+    }
+    return out;
+  }
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return undefined;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort()) {
+    const item = canonicalPlainJson((value as Record<string, unknown>)[key], depth + 1);
+    if (item === undefined) return undefined;
+    defineKey(out, key, item);
+  }
+  return out;
+}
+
 /** Sets an own property, even for `"__proto__"` (a plain assignment would set the prototype instead). */
 export function defineKey(target: Record<string, unknown>, key: string, value: unknown): void {
   if (key === "__proto__") Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });

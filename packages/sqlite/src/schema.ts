@@ -57,7 +57,7 @@ export const MIGRATIONS: readonly Migration[] = [
         chunk_ref TEXT,
         base_version TEXT,
         PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
-      ) WITHOUT ROWID`,
+      )`,
       `CREATE TABLE resumable_writes (
         thread_id TEXT NOT NULL,
         checkpoint_ns TEXT NOT NULL,
@@ -70,7 +70,7 @@ export const MIGRATIONS: readonly Migration[] = [
         chunk_ref TEXT,
         task_path TEXT NOT NULL,
         PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
-      ) WITHOUT ROWID`,
+      )`,
       `CREATE TABLE resumable_chunks (
         thread_id TEXT NOT NULL,
         hash TEXT NOT NULL,
@@ -89,6 +89,24 @@ export const MIGRATIONS: readonly Migration[] = [
       `ALTER TABLE resumable_checkpoints ADD COLUMN delta_roots TEXT`,
       `ALTER TABLE resumable_blobs ADD COLUMN refs TEXT`,
       `ALTER TABLE resumable_writes ADD COLUMN refs TEXT`,
+    ],
+  },
+  {
+    // Chunks in parts of at most 1200 bytes (see PART_BYTES in sqlite-store.ts): the table is rebuilt
+    // with a part number in its key; rows written before are part 0.
+    version: 3,
+    statements: [
+      `CREATE TABLE resumable_chunks_v3 (
+        thread_id TEXT NOT NULL,
+        hash TEXT NOT NULL,
+        idx INTEGER NOT NULL,
+        part INTEGER NOT NULL,
+        data BLOB NOT NULL,
+        PRIMARY KEY (thread_id, hash, idx, part)
+      )`,
+      `INSERT INTO resumable_chunks_v3 (thread_id, hash, idx, part, data) SELECT thread_id, hash, idx, 0, data FROM resumable_chunks`,
+      `DROP TABLE resumable_chunks`,
+      `ALTER TABLE resumable_chunks_v3 RENAME TO resumable_chunks`,
     ],
   },
 ];

@@ -71,11 +71,12 @@ const MAX_CACHED_STATEMENTS = 200;
  */
 const IN_CALL_BUSY_MS = 5;
 /**
- * Page size of a new database. Shared pieces (messages) are rows of a few KB: a 4 KB page holds one
- * and wastes the rest, a 16 KB page packs several (measured: a 200-turn chat of 2 KB messages takes
- * 2.96x its raw bytes on disk with 4 KB pages, 1.96x with 16 KB).
+ * Largest row of the chunks table. A piece (a message) of a few KB in one row fills half a 4 KB page
+ * and leaves the rest empty (a 200-turn chat of 2 KB messages took 2.96x its raw bytes on disk so);
+ * parts of at most this size pack three to a page. Larger pages would pack them too, but every
+ * commit writes whole pages to the WAL: 16 KB pages made a put's COMMIT cost four times as much.
  */
-const PAGE_SIZE = 16384;
+const PART_BYTES = 1200;
 /** The longest pause between two attempts to take a lock. */
 const MAX_BUSY_PAUSE_MS = 50;
 
@@ -86,10 +87,49 @@ const CHECKPOINT_COLUMNS = `c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.par
   c.checkpoint, c.checkpoint_chunk_ref, c.metadata_type, c.metadata, c.metadata_chunk_ref, c.metadata_json, c.channel_versions,
   c.delta_roots`;
 
+/**
+ * One checkpoint (the newest of the namespace, or by id) with its record (`kind` 'c'), the blob of
+ * each channel version, or of each delta range (`b`), and its pending writes (`w`), in one statement.
+ * Columns are positional across kinds; see readOneCheckpoint.
+ */
+function oneCheckpoint(byId: boolean): string {
+  return `WITH cp AS (SELECT * FROM resumable_checkpoints WHERE thread_id = @thread AND checkpoint_ns = @ns
+      ${byId ? "AND checkpoint_id = @id" : "ORDER BY checkpoint_id DESC LIMIT 1"}),
+    bl AS (SELECT b.channel, b.version, b.type, b.data, b.chunk_ref, b.base_version, b.refs
+      FROM cp CROSS JOIN json_each(cp.channel_versions) AS v
+      LEFT JOIN json_each(cp.delta_roots) AS r ON r.key = v.key
+      CROSS JOIN resumable_blobs AS b ON b.thread_id = cp.thread_id AND b.checkpoint_ns = cp.checkpoint_ns
+        AND b.channel = v.key AND b.version BETWEEN coalesce(r.value, v.value) AND v.value),
+    wr AS (SELECT w.task_id, w.idx, w.channel, w.type, w.data, w.chunk_ref, w.task_path, w.refs
+      FROM cp CROSS JOIN resumable_writes AS w ON w.thread_id = cp.thread_id AND w.checkpoint_ns = cp.checkpoint_ns
+        AND w.checkpoint_id = cp.checkpoint_id)
+    SELECT 'c' AS kind, checkpoint_id AS a, parent_checkpoint_id AS b, checkpoint_type AS type, checkpoint AS data,
+      checkpoint_chunk_ref AS chunk_ref, metadata_type AS e, metadata AS f, metadata_chunk_ref AS g, metadata_json AS h,
+      channel_versions AS i, delta_roots AS j FROM cp
+    UNION ALL SELECT 'b', channel, version, type, data, chunk_ref, base_version, refs, NULL, NULL, NULL, NULL FROM bl
+    UNION ALL SELECT 'w', task_id, idx, type, data, chunk_ref, channel, refs, task_path, NULL, NULL, NULL FROM wr`;
+}
+
+/** A row of {@link oneCheckpoint}. */
+interface OneRow {
+  kind: "c" | "b" | "w";
+  a: string;
+  b: string | number | null;
+  type: string | null;
+  data: Uint8Array | null;
+  chunk_ref: string | null;
+  e: string | null;
+  f: Uint8Array | string | null;
+  g: string | null;
+  h: string | null;
+  i: string | null;
+  j: string | null;
+}
+
 const SQL = {
   schemaVersion: `SELECT max(version) AS version FROM ${MIGRATIONS_TABLE}`,
   recordMigration: `INSERT INTO ${MIGRATIONS_TABLE} (version, applied_at) VALUES (?, ?)`,
-  insertChunk: `INSERT OR IGNORE INTO resumable_chunks (thread_id, hash, idx, data) VALUES (?, ?, ?, ?)`,
+  insertChunk: `INSERT OR IGNORE INTO resumable_chunks (thread_id, hash, idx, part, data) VALUES (?, ?, ?, ?, ?)`,
   insertBlob: `INSERT OR IGNORE INTO resumable_blobs (thread_id, checkpoint_ns, channel, version, type, data, chunk_ref, base_version, refs)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   upsertCheckpoint: `INSERT OR REPLACE INTO resumable_checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id,
@@ -101,6 +141,8 @@ const SQL = {
     chunk_ref, task_path, refs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   checkpointById: `SELECT ${CHECKPOINT_COLUMNS} FROM resumable_checkpoints c
     WHERE c.thread_id = ? AND c.checkpoint_ns = ? AND c.checkpoint_id = ?`,
+  oneCheckpointLatest: oneCheckpoint(false),
+  oneCheckpointById: oneCheckpoint(true),
   latestCheckpoint: `SELECT ${CHECKPOINT_COLUMNS} FROM resumable_checkpoints c
     WHERE c.thread_id = ? AND c.checkpoint_ns = ? ORDER BY c.checkpoint_id DESC LIMIT 1`,
   // Blobs and writes for a set of checkpoints, keyed through JSON arrays so that one statement serves
@@ -120,8 +162,8 @@ const SQL = {
     FROM keys CROSS JOIN resumable_writes AS w ON w.thread_id = keys.thread_id AND w.checkpoint_ns = keys.checkpoint_ns
       AND w.checkpoint_id = keys.checkpoint_id`,
   // Chunks and shared pieces by [thread, hash] pairs, every index of each.
-  chunksByKeys: `SELECT k.value ->> 0 AS thread_id, c.hash, c.idx, c.data FROM json_each(@keys) AS k
-    CROSS JOIN resumable_chunks AS c ON c.thread_id = k.value ->> 0 AND c.hash = k.value ->> 1`,
+  chunksByKeys: `SELECT k.value ->> 0 AS thread_id, c.hash, c.idx, c.part, c.data FROM json_each(@keys) AS k
+    CROSS JOIN resumable_chunks AS c ON c.thread_id = k.value ->> 0 AND c.hash = k.value ->> 1 ORDER BY 1, c.hash, c.idx, c.part`,
   historyWrites: `WITH keys AS (SELECT k.value AS checkpoint_id FROM json_each(@ids) AS k)
     SELECT 0 AS scope, w.checkpoint_id, w.task_id, w.idx, w.channel, w.type, w.data, w.chunk_ref, w.task_path, w.refs
     FROM keys CROSS JOIN resumable_writes AS w ON w.thread_id = @thread AND w.checkpoint_ns = @ns AND w.checkpoint_id = keys.checkpoint_id
@@ -153,8 +195,8 @@ const SQL = {
       WHERE json_array_length(chain.remaining) > 0 AND chain.depth < ${MAX_HISTORY_DEPTH}
     )
     SELECT checkpoint_id, parent_checkpoint_id, channel_versions, delta_roots, pending FROM chain ORDER BY depth`,
-  chunks: `SELECT c.hash, c.idx, c.data FROM json_each(@hashes) AS h CROSS JOIN resumable_chunks AS c
-    ON c.thread_id = @thread AND c.hash = h.value ORDER BY c.hash, c.idx`,
+  chunks: `SELECT c.hash, c.idx, c.part, c.data FROM json_each(@hashes) AS h CROSS JOIN resumable_chunks AS c
+    ON c.thread_id = @thread AND c.hash = h.value ORDER BY c.hash, c.idx, c.part`,
   deleteCheckpoints: `DELETE FROM resumable_checkpoints WHERE thread_id = ?`,
   deleteBlobs: `DELETE FROM resumable_blobs WHERE thread_id = ?`,
   deleteWrites: `DELETE FROM resumable_writes WHERE thread_id = ?`,
@@ -400,17 +442,24 @@ export class SqliteStore implements CheckpointStore {
     });
   }
 
-  /** One checkpoint (by id, or the greatest id of the namespace) with its blobs and writes: three queries in one snapshot. */
+  /**
+   * One checkpoint (by id, or the greatest id of the namespace) with its blobs (delta ranges
+   * included), writes and referenced chunks: one statement.
+   */
   async getCheckpoint(scope: ThreadScope & { checkpointId?: string }): Promise<StoredCheckpoint | undefined> {
     checkScope(scope, "getCheckpoint");
     if (scope.checkpointId !== undefined) checkId(scope.checkpointId, "checkpoint_id", "getCheckpoint");
     await this.ready();
     return await this.read(() => {
-      const row =
-        scope.checkpointId === undefined
-          ? this.run("SELECT latest checkpoint", SQL.latestCheckpoint, (s) => s.get(scope.threadId, scope.checkpointNs))
-          : this.run("SELECT checkpoint", SQL.checkpointById, (s) => s.get(scope.threadId, scope.checkpointNs, scope.checkpointId));
-      return row === undefined ? undefined : this.withBlobsAndWrites([row as CheckpointRow])[0];
+      const params = { thread: scope.threadId, ns: scope.checkpointNs, ...(scope.checkpointId === undefined ? {} : { id: scope.checkpointId }) };
+      const sql = scope.checkpointId === undefined ? SQL.oneCheckpointLatest : SQL.oneCheckpointById;
+      const stored = readOneCheckpoint(scope, this.run("SELECT checkpoint", sql, (s) => s.all(params)) as OneRow[]);
+      if (!stored) return undefined;
+      // Pieces and chunks, when the values reference any: a second statement, in the same snapshot.
+      const chunks = this.referencedChunks([[scope.threadId, [stored.record.checkpoint, stored.record.metadata, ...stored.blobs.map((b) => b.value), ...stored.writes.map((w) => w.value)]]]);
+      const mine = chunks.get(scope.threadId);
+      if (mine && mine.length > 0) stored.chunks = mine;
+      return stored;
     });
   }
 
@@ -564,12 +613,8 @@ export class SqliteStore implements CheckpointStore {
     checkId(threadId, "thread_id", "getChunks");
     if (hashes.length === 0) return [];
     await this.ready();
-    const rows = this.run("SELECT chunks", SQL.chunks, (s) => s.all({ thread: threadId, hashes: JSON.stringify([...new Set(hashes)]) })) as Array<{
-      hash: string;
-      idx: number;
-      data: Uint8Array;
-    }>;
-    return rows.map((row) => ({ hash: row.hash, index: row.idx, data: bytes(row.data) }));
+    const rows = this.run("SELECT chunks", SQL.chunks, (s) => s.all({ thread: threadId, hashes: JSON.stringify([...new Set(hashes)]) })) as PartRow[];
+    return joinParts(rows);
   }
 
   /** Blobs by `(channel, version)` in one query; missing ones are left out. */
@@ -668,8 +713,6 @@ export class SqliteStore implements CheckpointStore {
   private async configure(db: SqliteDatabase): Promise<void> {
     // Numbers and names below are validated in the constructor; PRAGMA takes no bound parameters.
     db.pragma(`busy_timeout = ${Math.min(IN_CALL_BUSY_MS, this.busyTimeoutMs)}`);
-    // Only a new, empty file takes it (an existing one keeps its page size): see PAGE_SIZE.
-    db.pragma(`page_size = ${PAGE_SIZE}`);
     if (!db.memory) {
       // Switching to WAL needs a moment of exclusive access, which a second process opening the same
       // new file may hold; retry within the busy timeout. Once the file is in WAL mode this is a no-op.
@@ -705,8 +748,16 @@ export class SqliteStore implements CheckpointStore {
     );
   }
 
+  /**
+   * A chunk in rows of at most {@link PART_BYTES} bytes, so that a page holds several: a 2 KB message
+   * in one row would fill half a 4 KB page and leave the rest empty.
+   */
   private insertChunk(threadId: string, chunk: ChunkRecord): void {
-    this.run("INSERT chunk", SQL.insertChunk, (s) => s.run(threadId, chunk.hash, chunk.index, chunk.data));
+    const { data } = chunk;
+    for (let part = 0, offset = 0; offset < data.byteLength || part === 0; part += 1, offset += PART_BYTES) {
+      const slice = data.subarray(offset, offset + PART_BYTES);
+      this.run("INSERT chunk", SQL.insertChunk, (s) => s.run(threadId, chunk.hash, chunk.index, part, slice));
+    }
   }
 
   /**
@@ -790,17 +841,14 @@ export class SqliteStore implements CheckpointStore {
     }
     const out = new Map<string, ChunkRecord[]>();
     if (keys.size === 0) return out;
-    const rows = this.run("SELECT chunks", SQL.chunksByKeys, (s) => s.all({ keys: JSON.stringify([...keys.values()]) })) as Array<{
-      thread_id: string;
-      hash: string;
-      idx: number;
-      data: Uint8Array;
-    }>;
+    const rows = this.run("SELECT chunks", SQL.chunksByKeys, (s) => s.all({ keys: JSON.stringify([...keys.values()]) })) as Array<PartRow & { thread_id: string }>;
+    const byThread = new Map<string, PartRow[]>();
     for (const row of rows) {
-      const list = out.get(row.thread_id) ?? [];
-      out.set(row.thread_id, list);
-      list.push({ hash: row.hash, index: row.idx, data: bytes(row.data) });
+      const list = byThread.get(row.thread_id) ?? [];
+      byThread.set(row.thread_id, list);
+      list.push(row);
     }
+    for (const [threadId, list] of byThread) out.set(threadId, joinParts(list));
     return out;
   }
 
@@ -912,6 +960,74 @@ export class SqliteStore implements CheckpointStore {
     }
     return error;
   }
+}
+
+/** Assembles the rows of {@link oneCheckpoint}. */
+function readOneCheckpoint(scope: ThreadScope, rows: OneRow[]): StoredCheckpoint | undefined {
+  let record: CheckpointRecord | undefined;
+  const blobs: BlobRecord[] = [];
+  const writes: WriteRecord[] = [];
+  for (const row of rows) {
+    switch (row.kind) {
+      case "c": {
+        const channelVersions = JSON.parse(row.i!) as Record<string, string>;
+        record = {
+          threadId: scope.threadId,
+          checkpointNs: scope.checkpointNs,
+          checkpointId: row.a,
+          parentCheckpointId: (row.b as string | null) ?? undefined,
+          checkpoint: toValue(row.type!, row.data!, row.chunk_ref),
+          metadata: toValue(row.e!, row.f as Uint8Array, row.g),
+          metadataJson: JSON.parse(row.h!) as Record<string, unknown>,
+          channelVersions,
+        };
+        if (row.j !== null) record.deltaRoots = JSON.parse(row.j) as Record<string, string>;
+        break;
+      }
+      case "b": {
+        const blob: BlobRecord = { channel: row.a, version: row.b as string, value: toValue(row.type!, row.data!, row.chunk_ref, row.f as string | null) };
+        if (row.e !== null) blob.baseVersion = row.e;
+        blobs.push(blob);
+        break;
+      }
+      case "w":
+        writes.push({ taskId: row.a, idx: row.b as number, channel: row.e!, value: toValue(row.type!, row.data!, row.chunk_ref, row.f as string | null), taskPath: row.g! });
+        break;
+    }
+  }
+  return record ? { record, blobs, writes } : undefined;
+}
+
+/** A row of the chunks table: one part of one chunk. */
+interface PartRow {
+  hash: string;
+  idx: number;
+  part: number;
+  data: Uint8Array;
+}
+
+/** Chunks from their parts (rows ordered by hash, index, part). */
+function joinParts(rows: PartRow[]): ChunkRecord[] {
+  const out: ChunkRecord[] = [];
+  for (let i = 0; i < rows.length; ) {
+    const { hash, idx } = rows[i]!;
+    let j = i;
+    while (j < rows.length && rows[j]!.hash === hash && rows[j]!.idx === idx) j += 1;
+    if (j === i + 1) {
+      out.push({ hash, index: idx, data: bytes(rows[i]!.data) });
+    } else {
+      const parts = rows.slice(i, j).map((r) => bytes(r.data));
+      const data = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+      let offset = 0;
+      for (const p of parts) {
+        data.set(p, offset);
+        offset += p.byteLength;
+      }
+      out.push({ hash, index: idx, data });
+    }
+    i = j;
+  }
+  return out;
 }
 
 /** Blob and write rows may come back as Buffers; the contract speaks plain Uint8Arrays. */
