@@ -18,6 +18,7 @@ import { deepBytes } from "./deep-bytes.js";
 import { SqliteFloor, measureSqliteFile, sqliteSettings, type ByteSize } from "./sqlite-measure.js";
 import { databaseUrl, measurePostgresDatabase, type BenchPostgres } from "./postgres-server.js";
 import { langchainRedis, resumableRedis } from "./redis-backend.js";
+import { resumableDynamoDb } from "./dynamodb-backend.js";
 
 export type { ByteSize } from "./sqlite-measure.js";
 
@@ -387,7 +388,7 @@ export function allBackends(): BackendSpec[] {
     langchainPostgres,
     resumableRedis,
     langchainRedis,
-    notYet("resumable-dynamodb", "Resumable DynamoDB", "dynamodb"),
+    resumableDynamoDb,
     notYet("resumable-mongodb", "Resumable MongoDB", "mongodb"),
   ];
 }
