@@ -19,6 +19,7 @@ import { SqliteFloor, measureSqliteFile, sqliteSettings, type ByteSize } from ".
 import { databaseUrl, measurePostgresDatabase, type BenchPostgres } from "./postgres-server.js";
 import { langchainRedis, resumableRedis } from "./redis-backend.js";
 import { resumableDynamoDb } from "./dynamodb-backend.js";
+import { langchainMongoDb, resumableMongoDb } from "./mongodb-backend.js";
 
 export type { ByteSize } from "./sqlite-measure.js";
 
@@ -389,6 +390,7 @@ export function allBackends(): BackendSpec[] {
     resumableRedis,
     langchainRedis,
     resumableDynamoDb,
-    notYet("resumable-mongodb", "Resumable MongoDB", "mongodb"),
+    resumableMongoDb,
+    langchainMongoDb,
   ];
 }
