@@ -47,7 +47,8 @@ import {
   type ChunkDoc,
   type WriteDoc,
 } from "./documents.js";
-import { MongoThreadExpiringError, checkCollectionPrefix, checkDatabaseName, checkId, onlyDuplicateKeys, translateError } from "./errors.js";
+import { checkCollectionPrefix, checkDatabaseName, checkId, onlyDuplicateKeys, translateError } from "./errors.js";
+import { ThreadExpiry, live, type ThreadDoc } from "./thread-expiry.js";
 
 /** Options of {@link MongoDBStore}. */
 export interface MongoDBStoreOptions {
@@ -84,8 +85,6 @@ const DEFAULT_CHUNK_BYTES = 1024 * 1024;
 const MAX_CHUNK_BYTES = 8 * 1024 * 1024;
 /** MongoDB's document limit (`maxBsonObjectSize`), less room for field names and ids. */
 const MAX_DOCUMENT_BYTES = 16 * 1024 * 1024 - 64 * 1024;
-/** A sweep that claimed a thread and did not finish within this time (its process died) may be redone. */
-const STALE_CLAIM_MS = 60_000;
 const NEWEST_FIRST = { thread_id: -1, checkpoint_ns: -1, checkpoint_id: -1 } as const;
 /**
  * Reads that return every match: a first batch as large as the server allows (16 MB), rather than
@@ -100,12 +99,10 @@ export interface MongoDBCollections {
   writes: Collection<WriteDoc>;
   chunks: Collection<ChunkDoc>;
   /** One document per thread with its expiry (only used with `ttlSeconds`), `_id` the thread id. */
-  threads: Collection<{ _id: string; expires_at: Date; deleting?: Date }>;
+  threads: Collection<ThreadDoc>;
   /** The layout version, `{ _id: "layout", version }`. */
   meta: Collection<{ _id: string; version: number }>;
 }
-
-type Marker = { _id: string; expires_at: Date; deleting?: Date };
 
 /**
  * A {@link CheckpointStore} on MongoDB (or a server speaking its protocol, such as FerretDB), through
@@ -134,7 +131,8 @@ export class MongoDBStore implements CheckpointStore {
   readonly db: Db;
   readonly collections: MongoDBCollections;
   private readonly pageSize: number;
-  private readonly ttlMs: number | undefined;
+  /** With `ttlSeconds`: the threads' expiry. */
+  private readonly expiry: ThreadExpiry | undefined;
   private ownsClient = false;
   private listener: StoreCommandListener | undefined;
   private closed = false;
@@ -155,7 +153,12 @@ export class MongoDBStore implements CheckpointStore {
       meta: c("meta"),
     };
     this.pageSize = positiveInteger(options.pageSize, "pageSize", 50, 10_000);
-    this.ttlMs = options.ttlSeconds === undefined ? undefined : positiveInteger(options.ttlSeconds, "ttlSeconds", 0, 10 * 365 * 86_400) * 1000;
+    if (options.ttlSeconds !== undefined) {
+      const ttlMs = positiveInteger(options.ttlSeconds, "ttlSeconds", 0, 10 * 365 * 86_400) * 1000;
+      this.expiry = new ThreadExpiry(this.collections.threads, ttlMs, (command, operation, op) => this.run(command, operation, op), (id, op) =>
+        this.deleteThreadData(id, op),
+      );
+    }
     this.capabilities = {
       maxItemBytes: positiveInteger(options.chunkBytes, "chunkBytes", DEFAULT_CHUNK_BYTES, MAX_CHUNK_BYTES),
       nativeMetadataFilter: true,
@@ -236,7 +239,7 @@ export class MongoDBStore implements CheckpointStore {
       return toBlobDoc(record.threadId, record.checkpointNs, blob);
     });
     await this.ensureReady();
-    await this.touch(record.threadId, "putCheckpoint");
+    await this.expiry?.touch(record.threadId, "putCheckpoint");
     // The parts first (in parallel: neither is visible without the other's commit point)...
     await Promise.all([
       this.insertChunks(record.threadId, request.chunks, "putCheckpoint"),
@@ -262,7 +265,7 @@ export class MongoDBStore implements CheckpointStore {
       return toWriteDoc(request.threadId, request.checkpointNs, request.checkpointId, write);
     });
     await this.ensureReady();
-    await this.touch(request.threadId, "putWrites");
+    await this.expiry?.touch(request.threadId, "putWrites");
     // Chunks before the writes that reference them: a write is visible as soon as it is stored.
     await this.insertChunks(request.threadId, request.chunks, "putWrites");
     if (writes.length === 0) return;
@@ -282,7 +285,7 @@ export class MongoDBStore implements CheckpointStore {
     checkScope(scope);
     const where = { thread_id: scope.threadId, checkpoint_ns: scope.checkpointNs };
     await this.ensureReady();
-    const marker = this.marker(scope.threadId, "getCheckpoint");
+    const marker = this.expiry?.read(scope.threadId, "getCheckpoint");
     let doc: CheckpointDoc | null;
     let writes: Promise<WriteDoc[]> | undefined;
     if (scope.checkpointId !== undefined) {
@@ -296,7 +299,7 @@ export class MongoDBStore implements CheckpointStore {
     } else {
       doc = await this.run("find checkpoint", "getCheckpoint", () => this.collections.checkpoints.findOne(where, { sort: { checkpoint_id: -1 } }));
     }
-    if (!(await this.visible(marker))) return undefined;
+    if (marker && !live(await marker)) return undefined;
     if (!doc) {
       await writes;
       return undefined;
@@ -356,7 +359,7 @@ export class MongoDBStore implements CheckpointStore {
     for (const channel of query.channels) checkId(`channel name "${channel}"`, channel);
     const where = { thread_id: query.threadId, checkpoint_ns: query.checkpointNs };
     await this.ensureReady();
-    const marker = this.marker(query.threadId, "getHistory");
+    const marker = this.expiry?.read(query.threadId, "getHistory");
     const [headers, blobHeaders] = await Promise.all([
       this.run("find checkpoint headers", "getHistory", () =>
         this.collections.checkpoints
@@ -369,7 +372,7 @@ export class MongoDBStore implements CheckpointStore {
           .toArray(),
       ),
     ]);
-    if (!(await this.visible(marker))) return { ancestors: [] };
+    if (marker && !live(await marker)) return { ancestors: [] };
     const byId = new Map(headers.map((h) => [h.checkpoint_id, h]));
     const seedable = new Set(blobHeaders.filter((b) => b.value?.type !== "empty").map((b) => `${b.channel}\u0000${b.version}`));
     const ancestors: HistoryAncestor[] = [];
@@ -458,7 +461,7 @@ export class MongoDBStore implements CheckpointStore {
     checkId("thread_id", threadId);
     await this.ensureReady();
     await this.deleteThreadData(threadId, "deleteThread");
-    if (this.ttlMs !== undefined) await this.run("delete thread", "deleteThread", () => this.collections.threads.deleteOne({ _id: threadId }));
+    await this.expiry?.forget(threadId, "deleteThread");
   }
 
   /**
@@ -466,7 +469,8 @@ export class MongoDBStore implements CheckpointStore {
    * returns how many. An expired thread is already invisible to reads, as a whole (its expiry is one
    * document); this reclaims its storage. A sweep claims each thread first, so sweeps in several
    * processes never delete the same thread twice, and a write arriving meanwhile fails with
-   * {@link MongoThreadExpiringError} (a `StoreBusyError`) rather than landing in a half-deleted thread. Call it from a timer:
+   * `MongoThreadExpiringError` (a `StoreBusyError`) rather than landing in a half-deleted thread. Call
+   * it from a timer:
    *
    * ```ts
    * setInterval(() => store.deleteExpiredThreads().catch(console.error), 60_000).unref();
@@ -474,15 +478,9 @@ export class MongoDBStore implements CheckpointStore {
    */
   async deleteExpiredThreads(options: { limit?: number } = {}): Promise<number> {
     this.check();
-    if (this.ttlMs === undefined) return 0;
+    if (!this.expiry) return 0;
     await this.ensureReady();
-    const limit = positiveInteger(options.limit, "limit", 100, 100_000);
-    const expired = await this.run("find expired threads", "deleteExpiredThreads", () =>
-      this.collections.threads.find(expiredFilter(), { projection: { _id: 1 }, limit }).toArray(),
-    );
-    let deleted = 0;
-    for (const { _id } of expired) if (await this.expireThread(_id, "deleteExpiredThreads")) deleted += 1;
-    return deleted;
+    return this.expiry.sweep(positiveInteger(options.limit, "limit", 100, 100_000), "deleteExpiredThreads");
   }
 
   async close(): Promise<void> {
@@ -568,15 +566,14 @@ export class MongoDBStore implements CheckpointStore {
     const anyOf = <T>(parts: T[]): T | { $or: T[] } => (parts.length === 1 ? parts[0]! : { $or: parts });
     const blobGroups = groups.filter((g) => g.blobs.size > 0).map((g) => ({ ...g.where, $or: [...g.blobs.values()] }));
     const threads = [...new Set(records.map((r) => r.threadId))];
-    const [blobDocs, writeDocs, markers] = await Promise.all([
+    const [blobDocs, writeDocs, expired] = await Promise.all([
       blobGroups.length === 0 ? [] : this.run("find blobs", operation, () => this.collections.blobs.find(anyOf(blobGroups) as Filter<BlobDoc>, ALL).toArray()),
       writes ??
         this.run("find writes", operation, () =>
           this.collections.writes.find(anyOf(groups.map((g) => ({ ...g.where, checkpoint_id: { $in: g.ids } }))) as Filter<WriteDoc>, ALL).toArray(),
         ),
-      this.ttlMs === undefined || !checkExpiry ? [] : this.run("find threads", operation, () => this.collections.threads.find({ _id: { $in: threads } }, ALL).toArray()),
+      this.expiry && checkExpiry ? this.expiry.expired(threads, operation) : new Set<string>(),
     ]);
-    const expired = new Set(markers.filter((m) => !live(m)).map((m) => m._id));
     const visible = records.filter((record) => !expired.has(record.threadId));
     const blobsOf = new Map<string, BlobRecord[]>();
     for (const blob of blobDocs) push(blobsOf, JSON.stringify([blob.thread_id, blob.checkpoint_ns, blob.channel]), fromBlobDoc(blob));
@@ -632,59 +629,6 @@ export class MongoDBStore implements CheckpointStore {
     ]);
   }
 
-  /** With a TTL: the thread's expiry document, read alongside a read's first query. */
-  private marker(threadId: string, operation: string): Promise<Marker | null> | undefined {
-    if (this.ttlMs === undefined) return undefined;
-    const found = this.run("find thread", operation, () => this.collections.threads.findOne({ _id: threadId }));
-    found.catch(() => {});
-    return found;
-  }
-
-  private async visible(marker: Promise<Marker | null> | undefined): Promise<boolean> {
-    if (!marker) return true;
-    const found = await marker;
-    // A thread without one was written before the TTL was turned on: it lives until its next write.
-    return !found || live(found);
-  }
-
-  /**
-   * With a TTL, before a write: moves the thread's expiry forward, in its own round trip before the
-   * write's parts, so that a sweep can never delete a part of a write that is still landing. A thread
-   * that already expired is deleted first (it is gone for readers already), so the write starts anew.
-   */
-  private async touch(threadId: string, operation: string): Promise<void> {
-    if (this.ttlMs === undefined) return;
-    const expires = (): Date => new Date(Date.now() + this.ttlMs!);
-    const refresh = () =>
-      this.run("update thread", operation, async () => {
-        try {
-          await this.collections.threads.updateOne(
-            { _id: threadId, expires_at: { $gt: new Date() }, deleting: { $exists: false } },
-            { $set: { expires_at: expires() } },
-            { upsert: true },
-          );
-          return true;
-        } catch (error) {
-          if (onlyDuplicateKeys(error)) return false; // the document exists, but expired or being deleted
-          throw error;
-        }
-      });
-    if (await refresh()) return;
-    if ((await this.expireThread(threadId, operation)) && (await refresh())) return;
-    throw new MongoThreadExpiringError(threadId);
-  }
-
-  /** Claims an expired thread, deletes its data (checkpoints first), then its expiry document. */
-  private async expireThread(threadId: string, operation: string): Promise<boolean> {
-    const now = new Date();
-    const claimed = await this.run("claim thread", operation, () =>
-      this.collections.threads.findOneAndUpdate({ _id: threadId, ...expiredFilter(now) }, { $set: { deleting: now } }),
-    );
-    if (!claimed) return false;
-    await this.deleteThreadData(threadId, operation);
-    await this.run("delete thread", operation, () => this.collections.threads.deleteOne({ _id: threadId, deleting: now }));
-    return true;
-  }
 }
 
 /** The blob of `channel` at `version`, or every blob of its delta range `[root, version]`. */
@@ -711,16 +655,6 @@ function after(last: CheckpointDoc, where: Filter<CheckpointDoc>, ids: Document)
   older.push({ thread_id: last.thread_id, checkpoint_ns: { $lt: last.checkpoint_ns }, ...idCondition });
   if (where.thread_id === undefined) older.push({ thread_id: { $lt: last.thread_id }, ...idCondition });
   return { $or: older };
-}
-
-function live(marker: Marker): boolean {
-  return marker.deleting === undefined && marker.expires_at.getTime() > Date.now();
-}
-
-function expiredFilter(now = new Date()): Filter<Marker> {
-  return {
-    $or: [{ deleting: { $exists: false }, expires_at: { $lte: now } }, { deleting: { $lte: new Date(now.getTime() - STALE_CLAIM_MS) } }],
-  };
 }
 
 /** Inserts documents, keeping those already stored under the same unique key (insert-or-ignore). */
