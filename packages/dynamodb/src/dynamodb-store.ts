@@ -321,11 +321,16 @@ export class DynamoDBStore implements CheckpointStore {
     const fetched = new Map<string, CheckpointRecord>();
     const chain: Array<CheckpointRecord & { blobs: BlobRecord[] }> = [];
     const seeds: Array<{ at: number; channel: string; root: string; version: string }> = [];
+    const visited = new Set<string>();
     let next: string | undefined;
     let started = false;
     // Newest first from the target, one page at a time, until every channel has its seed.
+    // Only what the walk reads: parent, versions, delta roots (and a spilled item's reference).
+    const projected = ["p", "cv", "dr", "x", "ns", ...(this.ttl ? [this.ttl.attribute] : [])];
+    const names = Object.fromEntries(projected.map((name, i) => [`#a${i}`, name]));
     const pages = this.db.query("Query ancestors", "getHistory", {
-      ...this.keyCondition(threadId, "#sk BETWEEN :lo AND :hi", { ":lo": checkpointPrefix(ns), ":hi": checkpointKey(ns, query.checkpointId) }),
+      ...this.keyCondition(threadId, "#sk BETWEEN :lo AND :hi", { ":lo": checkpointPrefix(ns), ":hi": checkpointKey(ns, query.checkpointId) }, names),
+      ProjectionExpression: ["#pk", "#sk", ...Object.keys(names)].join(", "),
       ScanIndexForward: false,
       Limit: 100,
     });
@@ -341,8 +346,9 @@ export class DynamoDBStore implements CheckpointStore {
         next = target.parentCheckpointId;
       }
       const added: Array<CheckpointRecord & { blobs: BlobRecord[] }> = [];
-      while (next !== undefined && fetched.has(next) && !chain.some((a) => a.checkpointId === next)) {
+      while (next !== undefined && fetched.has(next) && !visited.has(next)) {
         const ancestor = { ...fetched.get(next)!, blobs: [] };
+        visited.add(next);
         added.push(ancestor);
         chain.push(ancestor);
         next = ancestor.parentCheckpointId;
@@ -366,7 +372,7 @@ export class DynamoDBStore implements CheckpointStore {
           break;
         }
       }
-      if (unseeded.size === 0 || next === undefined || (added.length === 0 && fetched.has(next))) break;
+      if (unseeded.size === 0 || next === undefined || visited.has(next)) break;
     }
     if (chain.length === 0) return { ancestors: [] };
     const members = new Map(chain.map((a) => [a.checkpointId, a]));
