@@ -62,6 +62,12 @@ export interface BackendSpec {
   database: "memory" | "sqlite" | "postgres" | "redis" | "dynamodb" | "mongodb";
   /** Runs in-process, with no server: part of the quick pass. */
   embedded: boolean;
+  /**
+   * The measurements this backend takes part in (default: all). Variants that only change a
+   * durability setting take part in latency and operations, where the setting matters; storage does
+   * not depend on it.
+   */
+  phases?: ReadonlyArray<"growth" | "latency" | "ops">;
   /** Why it cannot run here, or `undefined` when it can. */
   unavailable(ctx: BenchContext): Promise<string | undefined>;
   /** Opens a fresh, empty database; `tag` is unique within the run. */
@@ -158,71 +164,88 @@ const resumableMemory: BackendSpec = {
   },
 };
 
-const langchainSqlite: BackendSpec = {
-  id: "langchain-sqlite",
-  label: "LangChain SQLite",
-  owner: "langchain",
-  database: "sqlite",
-  embedded: true,
-  notes: [],
-  unavailable: async () => undefined,
-  async open(ctx, tag) {
-    const { dir, file, floorFile } = sqliteDir(ctx, tag);
-    // The benchmark's own better-sqlite3 for every SQLite saver, so all run on one SQLite version.
-    const db = new Database(file);
-    const counter = new RoundTripCounter();
-    countSqliteConnection(db, counter);
-    const saver = new LangChainSqliteSaver(db);
-    await saver.getTuple({ configurable: { thread_id: "setup" } });
-    const floor = sqliteFloor(floorFile, db);
-    if (this.notes.length === 0) {
-      const s = sqliteSettings(db);
-      this.notes.push(`SQLite ${s.version}, journal_mode=${s.journalMode}, synchronous=${describeSync(s.synchronous)} (the saver's connection)`);
-    }
-    return {
-      saver,
-      measureBytes: async () => measureSqliteFile(file),
-      floor,
-      roundTrips: counter,
-      close: async () => {
-        db.close();
-        floor.close();
-        rmSync(dir, { recursive: true, force: true });
-      },
-    };
-  },
-};
+/**
+ * LangChain's SQLite saver as users get it (it leaves `synchronous` at NORMAL, as its WAL setup
+ * does), or with `synchronous` set on its connection, to compare at equal settings.
+ */
+function langchainSqliteSpec(synchronous?: "FULL"): BackendSpec {
+  return {
+    id: synchronous ? "langchain-sqlite-full" : "langchain-sqlite",
+    label: synchronous ? "LangChain SQLite (FULL)" : "LangChain SQLite",
+    owner: "langchain",
+    database: "sqlite",
+    embedded: true,
+    ...(synchronous ? { phases: ["latency", "ops"] as const } : {}),
+    notes: [],
+    unavailable: async () => undefined,
+    async open(ctx, tag) {
+      const { dir, file, floorFile } = sqliteDir(ctx, tag);
+      // The benchmark's own better-sqlite3 for every SQLite saver, so all run on one SQLite version.
+      const db = new Database(file);
+      const counter = new RoundTripCounter();
+      countSqliteConnection(db, counter);
+      const saver = new LangChainSqliteSaver(db);
+      await saver.getTuple({ configurable: { thread_id: "setup" } });
+      if (synchronous) db.pragma(`synchronous = ${synchronous}`);
+      const floor = sqliteFloor(floorFile, db);
+      if (this.notes.length === 0) {
+        const s = sqliteSettings(db);
+        this.notes.push(`SQLite ${s.version}, journal_mode=${s.journalMode}, synchronous=${describeSync(s.synchronous)} (the saver's connection)`);
+      }
+      return {
+        saver,
+        measureBytes: async () => measureSqliteFile(file),
+        floor,
+        roundTrips: counter,
+        close: async () => {
+          db.close();
+          floor.close();
+          rmSync(dir, { recursive: true, force: true });
+        },
+      };
+    },
+  };
+}
 
-const resumableSqlite: BackendSpec = {
-  id: "resumable-sqlite",
-  label: "Resumable SQLite",
-  owner: "resumable",
-  database: "sqlite",
-  embedded: true,
-  notes: [],
-  unavailable: async () => undefined,
-  async open(ctx, tag) {
-    const { dir, file, floorFile } = sqliteDir(ctx, tag);
-    const db = new Database(file);
-    // As users get it: `synchronous` FULL, every commit fsynced before put/putWrites resolves.
-    const saver = new ResumableSqliteSaver(db);
-    await saver.setup();
-    const floor = sqliteFloor(floorFile, db);
-    if (this.notes.length === 0) {
-      const s = sqliteSettings(db);
-      this.notes.push(`SQLite ${s.version}, journal_mode=${s.journalMode}, synchronous=${describeSync(s.synchronous)} (the store's connection)`);
-    }
-    return resumableInstance(saver, {
-      measureBytes: async () => measureSqliteFile(file),
-      floor,
-      close: async () => {
-        if (db.open) db.close();
-        floor.close();
-        rmSync(dir, { recursive: true, force: true });
-      },
-    });
-  },
-};
+/**
+ * Our SQLite saver as users get it (`synchronous` FULL: every commit fsynced before put/putWrites
+ * resolves), or at NORMAL, to compare with LangChain's default at equal settings.
+ */
+function resumableSqliteSpec(synchronous?: "NORMAL"): BackendSpec {
+  return {
+    id: synchronous ? "resumable-sqlite-normal" : "resumable-sqlite",
+    label: synchronous ? "Resumable SQLite (NORMAL)" : "Resumable SQLite",
+    owner: "resumable",
+    database: "sqlite",
+    embedded: true,
+    ...(synchronous ? { phases: ["latency", "ops"] as const } : {}),
+    notes: [],
+    unavailable: async () => undefined,
+    async open(ctx, tag) {
+      const { dir, file, floorFile } = sqliteDir(ctx, tag);
+      const db = new Database(file);
+      const saver = new ResumableSqliteSaver(db, synchronous ? { synchronous } : {});
+      await saver.setup();
+      const floor = sqliteFloor(floorFile, db);
+      if (this.notes.length === 0) {
+        const s = sqliteSettings(db);
+        this.notes.push(`SQLite ${s.version}, journal_mode=${s.journalMode}, synchronous=${describeSync(s.synchronous)} (the store's connection)`);
+      }
+      return resumableInstance(saver, {
+        measureBytes: async () => measureSqliteFile(file),
+        floor,
+        close: async () => {
+          if (db.open) db.close();
+          floor.close();
+          rmSync(dir, { recursive: true, force: true });
+        },
+      });
+    },
+  };
+}
+
+const langchainSqlite = langchainSqliteSpec();
+const resumableSqlite = resumableSqliteSpec();
 
 /**
  * Errors of idle connections (the server ending them, e.g. when a database is dropped at teardown)
@@ -385,6 +408,8 @@ export function allBackends(): BackendSpec[] {
     langchainMemory,
     resumableSqlite,
     langchainSqlite,
+    resumableSqliteSpec("NORMAL"),
+    langchainSqliteSpec("FULL"),
     resumablePostgres,
     langchainPostgres,
     resumableRedis,

@@ -28,43 +28,112 @@ function formatRatio(value: number): string {
   return `${value.toFixed(2)}×`;
 }
 
-/** Compares measured figures with the three targets of the issue. */
+/**
+ * LangChain's saver on the same database and settings, for each of ours: `timing` for latency and
+ * operations (durability settings equal), `storage` for bytes and reads (settings do not matter).
+ */
+const PEERS: Record<string, { timing?: string; storage?: string }> = {
+  "resumable-memory": { timing: "langchain-memory", storage: "langchain-memory" },
+  "resumable-sqlite": { timing: "langchain-sqlite-full", storage: "langchain-sqlite" },
+  "resumable-sqlite-normal": { timing: "langchain-sqlite" },
+  "resumable-postgres": { timing: "langchain-postgres", storage: "langchain-postgres" },
+  "resumable-mongodb": { timing: "langchain-mongodb", storage: "langchain-mongodb" },
+};
+
+/** Compares measured figures with the targets of the storage and speed issues (reported, never asserted). */
 export function checkTargets(results: Omit<BenchResults, "targets">): TargetCheck[] {
   const checks: TargetCheck[] = [];
-  for (const backend of results.backends.filter((b) => b.status === "ran")) {
-    for (const state of ["delta", "delta-nosnap"] as const) {
-      const delta = results.growth.filter((g) => g.backend === backend.id && g.state === state && !g.estimated);
-      const last = delta[delta.length - 1];
-      if (!last) continue;
-      const logical = last.logicalBytes / last.rawBytes;
-      const physical = last.physicalBytes === null ? null : last.physicalBytes / last.rawBytes;
+  const ran = new Set(results.backends.filter((b) => b.status === "ran").map((b) => b.id));
+  for (const backend of results.backends.filter((b) => b.status === "ran" && b.owner === "resumable")) {
+    const peers = PEERS[backend.id] ?? {};
+    const storagePeer = peers.storage && ran.has(peers.storage) ? peers.storage : undefined;
+    const timingPeer = peers.timing && ran.has(peers.timing) ? peers.timing : undefined;
+    // Storage: plain reducer at every reported length; DeltaChannel kinds at the longest thread.
+    for (const g of results.growth.filter((p) => p.backend === backend.id && p.state === "plain" && !p.estimated)) {
+      const logical = g.logicalBytes / g.rawBytes;
+      const physical = g.physicalBytes === null ? null : g.physicalBytes / g.rawBytes;
       checks.push({
-        target: `${STATE_LABEL[state]} growth ≤ 1.2× raw, ${last.turns} turns`,
+        target: `plain reducer, ${g.turns} turns: ≤ 1.5× raw logical${physical === null ? "" : ", ≤ 2× on disk"}`,
         backend: backend.id,
         measured: `${formatRatio(logical)}${physical === null ? "" : ` (${formatRatio(physical)} on disk)`}`,
-        met: logical <= 1.2,
-      });
-    }
-    for (const point of results.latency.filter((l) => l.backend === backend.id && l.durability === "sync")) {
-      const kb = point.stateBytes / 1024;
-      checks.push({
-        target: `sync per-step cost ≤ 1.5× DB floor, ${kb} KB state (× committed insert)`,
-        backend: backend.id,
-        measured: point.shareOverFloor
-          ? `${formatRatio(point.shareOverFloor.median)} (${formatRatio(point.shareOverWriteFloor!.median)})`
-          : "no floor (in memory)",
-        met: point.shareOverFloor ? point.shareOverFloor.median <= 1.5 : null,
+        met: logical <= 1.5 && (physical === null || physical <= 2),
       });
     }
     for (const state of ["delta", "delta-nosnap"] as const) {
+      const points = results.growth.filter((g) => g.backend === backend.id && g.state === state && !g.estimated);
+      const last = points[points.length - 1];
+      if (!last) continue;
+      const logical = last.logicalBytes / last.rawBytes;
+      const peer = storagePeer ? results.growth.find((g) => g.backend === storagePeer && g.state === state && g.turns === last.turns && !g.estimated) : undefined;
+      checks.push({
+        target: `${STATE_LABEL[state]}, ${last.turns} turns: ≤ 1.5× raw${storagePeer ? " and smaller than LangChain's" : ""}`,
+        backend: backend.id,
+        measured: `${formatRatio(logical)}${peer ? ` (LangChain ${formatRatio(peer.logicalBytes / peer.rawBytes)})` : storagePeer ? " (LangChain did not reach this length)" : ""}`,
+        met: logical <= 1.5 && (!peer || last.logicalBytes < peer.logicalBytes),
+      });
+    }
+    // getState on the longest thread of each kind: round trips, and no slower than LangChain's.
+    for (const state of ["plain", "delta", "delta-nosnap"] as const) {
       const reads = results.reads.filter((r) => r.backend === backend.id && r.state === state);
       const deepest = reads[reads.length - 1];
       if (!deepest) continue;
+      const peer = storagePeer ? results.reads.find((r) => r.backend === storagePeer && r.state === state && r.depth === deepest.depth) : undefined;
+      const fewTrips = deepest.roundTrips === null || backend.database !== "postgres" || deepest.roundTrips <= 2;
       checks.push({
-        target: `getState round trips ≤ 3, ${deepest.depth}-turn ${STATE_LABEL[state]} thread`,
+        target: `getState, ${deepest.depth}-turn ${STATE_LABEL[state]} thread: ${backend.database === "postgres" ? "≤ 2 round trips, " : ""}no slower than LangChain's`,
         backend: backend.id,
-        measured: deepest.roundTrips === null ? "no database" : `${deepest.roundTrips}`,
-        met: deepest.roundTrips === null ? null : deepest.roundTrips <= 3,
+        measured:
+          `${deepest.latencyMs.median.toFixed(1)} ms, ${deepest.roundTrips ?? "—"} round trips` +
+          (peer ? ` (LangChain ${peer.latencyMs.median.toFixed(1)} ms, ${peer.roundTrips ?? "—"})` : ""),
+        met: fewTrips && (!peer || deepest.latencyMs.median <= peer.latencyMs.median),
+      });
+    }
+    // Direct calls at equal settings.
+    if (timingPeer) {
+      for (const op of ["put", "putWrites", "getTuple"] as const) {
+        const ours = results.ops.find((o) => o.backend === backend.id && o.op === op);
+        const theirs = results.ops.find((o) => o.backend === timingPeer && o.op === op);
+        if (!ours || !theirs) continue;
+        checks.push({
+          target: `${op} / s at least LangChain's (${timingPeer})`,
+          backend: backend.id,
+          measured: `${ours.perSecond.median.toFixed(0)} vs ${theirs.perSecond.median.toFixed(0)} (${formatRatio(ours.perSecond.median / theirs.perSecond.median)})`,
+          met: ours.perSecond.median >= theirs.perSecond.median,
+        });
+      }
+    }
+    // Step latency: the saver's share no more than LangChain's; async no slower than sync; PostgreSQL ≤ 3 committed inserts.
+    for (const point of results.latency.filter((l) => l.backend === backend.id && l.durability !== "exit")) {
+      const kb = point.stateBytes / 1024;
+      const peer = timingPeer
+        ? results.latency.find((l) => l.backend === timingPeer && l.stateBytes === point.stateBytes && l.durability === point.durability)
+        : undefined;
+      if (peer) {
+        checks.push({
+          target: `saver's share per step, ${point.durability}, ${kb} KB: no more than LangChain's (${timingPeer})`,
+          backend: backend.id,
+          measured: `${point.saverShareMs.median.toFixed(2)} ms vs ${peer.saverShareMs.median.toFixed(2)} ms`,
+          met: point.saverShareMs.median <= peer.saverShareMs.median,
+        });
+      }
+      if (backend.database === "postgres" && point.shareOverWriteFloor) {
+        checks.push({
+          target: `saver's share per step, ${point.durability}, ${kb} KB: ≤ 3× one committed insert`,
+          backend: backend.id,
+          measured: formatRatio(point.shareOverWriteFloor.median),
+          met: point.shareOverWriteFloor.median <= 3,
+        });
+      }
+    }
+    for (const kb of [...new Set(results.latency.filter((l) => l.backend === backend.id).map((l) => l.stateBytes))]) {
+      const sync = results.latency.find((l) => l.backend === backend.id && l.stateBytes === kb && l.durability === "sync");
+      const async = results.latency.find((l) => l.backend === backend.id && l.stateBytes === kb && l.durability === "async");
+      if (!sync || !async) continue;
+      checks.push({
+        target: `async no slower than sync, ${kb / 1024} KB state`,
+        backend: backend.id,
+        measured: `${async.perStepMs.median.toFixed(2)} ms vs ${sync.perStepMs.median.toFixed(2)} ms per step`,
+        met: async.perStepMs.median <= sync.perStepMs.median,
       });
     }
   }
@@ -105,11 +174,11 @@ export async function runBenchmark(config: BenchConfig, options: { onProgress?: 
     }
 
     const phases = [
-      { name: "growth (plain reducer)", run: (spec: BackendSpec, p: Progress) => runGrowth(spec, ctx, config, "plain", p) },
-      { name: "growth + reads (DeltaChannel)", run: (spec: BackendSpec, p: Progress) => runGrowth(spec, ctx, config, "delta", p) },
-      { name: "growth + reads (DeltaChannel, no snapshot)", run: (spec: BackendSpec, p: Progress) => runGrowth(spec, ctx, config, "delta-nosnap", p) },
-      { name: "step latency", run: (spec: BackendSpec, p: Progress) => runLatency(spec, ctx, config, p) },
-      { name: "operations", run: (spec: BackendSpec, p: Progress) => runOps(spec, ctx, config, p) },
+      { name: "growth (plain reducer)", kind: "growth", run: (spec: BackendSpec, p: Progress) => runGrowth(spec, ctx, config, "plain", p) },
+      { name: "growth + reads (DeltaChannel)", kind: "growth", run: (spec: BackendSpec, p: Progress) => runGrowth(spec, ctx, config, "delta", p) },
+      { name: "growth + reads (DeltaChannel, no snapshot)", kind: "growth", run: (spec: BackendSpec, p: Progress) => runGrowth(spec, ctx, config, "delta-nosnap", p) },
+      { name: "step latency", kind: "latency", run: (spec: BackendSpec, p: Progress) => runLatency(spec, ctx, config, p) },
+      { name: "operations", kind: "ops", run: (spec: BackendSpec, p: Progress) => runOps(spec, ctx, config, p) },
     ] as const;
     const results: Omit<BenchResults, "targets" | "finishedAt"> = {
       name: config.name,
@@ -124,10 +193,12 @@ export async function runBenchmark(config: BenchConfig, options: { onProgress?: 
       notes: [],
       errors,
     };
-    const steps = phases.length * runnable.length;
+    const takesPart = (spec: BackendSpec, kind: "growth" | "latency" | "ops") => !spec.phases || spec.phases.includes(kind);
+    const steps = phases.reduce((n, phase) => n + runnable.filter((spec) => takesPart(spec, phase.kind)).length, 0);
     let step = 0;
     for (const phase of phases) {
       for (const spec of runnable) {
+        if (!takesPart(spec, phase.kind)) continue;
         step += 1;
         const progress: Progress = (detail) => options.onProgress?.({ phase: phase.name, backend: spec.label, detail, step, steps });
         progress("starting");

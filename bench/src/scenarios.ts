@@ -57,7 +57,7 @@ export async function runGrowth(
   const maxTurns = state === "plain" ? Math.min(config.plainMaxTurns, reported[reported.length - 1]!) : reported[reported.length - 1]!;
   const samples = sortedUnique([...config.growthTurns, ...config.curveTurns]).filter((t) => t <= maxTurns);
   if (!samples.includes(maxTurns)) samples.push(maxTurns);
-  const readDepths = state !== "plain" ? new Set(config.readDepths.filter((d) => d <= maxTurns)) : new Set<number>();
+  const readDepths = new Set(config.readDepths.filter((d) => d <= maxTurns));
   const turns: Turn[] = chatTurns(config.seed, maxTurns, config.messageBytes);
   const instance = await spec.open(ctx, `growth_${spec.id}_${state}`);
   const growth: GrowthPoint[] = [];

@@ -74,9 +74,11 @@ describe("pnpm bench at tiny sizes", () => {
         }
         expect(points[1]!.logicalBytes).toBeGreaterThan(points[0]!.logicalBytes);
       }
-      // Re-serializing the whole list at every step costs more than storing deltas, even at 4 turns.
       const at4 = (state: string) => results.growth.find((g) => g.backend === id && g.state === state && g.turns === 4)!.logicalBytes;
-      expect(at4("plain"), id).toBeGreaterThan(at4("delta"));
+      // LangChain re-serializes the whole list at every step, which costs more than storing deltas even
+      // at 4 turns; ours stores a plain list as deltas too, so the two cost about the same.
+      if (id.startsWith("langchain")) expect(at4("plain"), id).toBeGreaterThan(at4("delta"));
+      else expect(at4("plain"), id).toBeLessThan(1.2 * at4("delta"));
     }
   });
 
@@ -118,10 +120,18 @@ describe("pnpm bench at tiny sizes", () => {
         expect(results.ops.find((o) => o.backend === id && o.op === op)?.perSecond.median, `${id} ${op}`).toBeGreaterThan(0);
       }
     }
+    // Durability variants take part in latency and operations only (storage does not depend on the setting).
+    for (const id of ["resumable-sqlite-normal", "langchain-sqlite-full"]) {
+      expect(results.ops.filter((o) => o.backend === id).length, id).toBe(3);
+      expect(results.latency.filter((l) => l.backend === id).length, id).toBe(3);
+      expect(results.growth.filter((g) => g.backend === id).length, id).toBe(0);
+    }
     const targets = results.targets.map((t) => `${t.backend}: ${t.target}`);
-    expect(targets).toContain("resumable-sqlite: DeltaChannel growth ≤ 1.2× raw, 4 turns");
-    expect(targets).toContain("langchain-sqlite: sync per-step cost ≤ 1.5× DB floor, 1 KB state (× committed insert)");
-    expect(targets).toContain("resumable-sqlite: getState round trips ≤ 3, 4-turn DeltaChannel thread");
+    expect(targets).toContain("resumable-sqlite-normal: put / s at least LangChain's (langchain-sqlite)");
+    expect(targets).toContain("resumable-sqlite: put / s at least LangChain's (langchain-sqlite-full)");
+    expect(targets).toContain("resumable-sqlite: DeltaChannel, 4 turns: ≤ 1.5× raw and smaller than LangChain's");
+    expect(targets).toContain("resumable-sqlite: getState, 4-turn DeltaChannel thread: no slower than LangChain's");
+    expect(targets.some((t) => t.startsWith("resumable-sqlite: plain reducer, "))).toBe(true);
   });
 });
 
