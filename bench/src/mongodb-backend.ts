@@ -11,7 +11,7 @@
  * speed, only about the two savers side by side on one server.
  *
  * Floors: `ping`, and a one-document insert (acknowledged, default write concern). Bytes: logical =
- * BSON size of every document the saver wrote, physical = `dbStats` storageSize + indexSize.
+ * BSON size of every document the saver wrote, physical = what PostgreSQL holds for that database.
  *
  * @module
  */
@@ -87,6 +87,8 @@ async function loadLangChain(): Promise<{ mod: LangChainMongoModule; driver: Dri
 interface BenchMongo {
   url: string;
   note: string;
+  /** The PostgreSQL database under FerretDB, where each MongoDB database is a schema; absent for a URL from the environment. */
+  postgresUrl?: string;
 }
 
 let server: Promise<BenchMongo> | undefined;
@@ -151,6 +153,7 @@ function benchMongo(ctx: BenchContext): Promise<BenchMongo> {
     const s = postgres.settings;
     return {
       url: `mongodb://127.0.0.1:${port}/`,
+      postgresUrl: postgresUrl.toString(),
       note:
         `FerretDB ${FERRETDB_VERSION} (PostgreSQL handler, started by the benchmark) on PostgreSQL ${s.version} with fsync=${s.fsync}, ` +
         `synchronous_commit=${s.synchronousCommit}: every acknowledged write is committed by PostgreSQL. FerretDB scans whole collections for ` +
@@ -180,9 +183,44 @@ function databaseName(tag: string): string {
   return `bench_${tag.replace(/[^a-z0-9]+/gi, "_").toLowerCase().slice(0, 30)}_${process.pid}_${sequence}`;
 }
 
+/**
+ * Bytes a MongoDB database occupies. Under FerretDB's PostgreSQL handler it is a schema: the sum of
+ * `pg_total_relation_size` (tables, indexes, TOAST) of its tables after `VACUUM`, the benchmark's floor
+ * table left out. FerretDB's own `dbStats` leaves TOAST out, so it undercounts large documents; it is
+ * used only for a server named by `RESUMABLE_MONGODB_URL`.
+ */
+async function physicalBytes(server: BenchMongo, db: Db, name: string): Promise<number> {
+  if (!server.postgresUrl) {
+    const stats = await db.command({ dbStats: 1 });
+    const floor = await db.command({ collStats: "bench_floor" }).catch(() => ({}) as Record<string, unknown>);
+    return Number(stats.storageSize ?? 0) + Number(stats.indexSize ?? 0) - Number(floor.storageSize ?? 0) - Number(floor.totalIndexSize ?? 0);
+  }
+  const pg = (await import("pg")).default;
+  const client = new pg.Client({ connectionString: server.postgresUrl });
+  client.on("error", () => {});
+  await client.connect();
+  try {
+    const tables = (
+      await client.query<{ oid: string; name: string }>(
+        `SELECT c.oid::text AS oid, quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS name FROM pg_class c
+           JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r' AND c.relname NOT LIKE 'bench_floor%'`,
+        [name],
+      )
+    ).rows;
+    let bytes = 0;
+    for (const table of tables) {
+      await client.query(`VACUUM ${table.name}`);
+      bytes += Number((await client.query<{ n: string }>("SELECT pg_total_relation_size($1::oid)::text AS n", [table.oid])).rows[0]!.n);
+    }
+    return bytes;
+  } finally {
+    await client.end();
+  }
+}
+
 /** A client of the benchmark's own on the saver's database: floors and byte measurements. */
-async function openMeasuring(driver: DriverModule, url: string, name: string) {
-  const client = await driver.MongoClient.connect(url, { maxPoolSize: 2 });
+async function openMeasuring(driver: DriverModule, server: BenchMongo, name: string) {
+  const client = await driver.MongoClient.connect(server.url, { maxPoolSize: 2 });
   const db = client.db(name);
   const floorCollection = db.collection("bench_floor");
   const floor: Floor = {
@@ -199,9 +237,7 @@ async function openMeasuring(driver: DriverModule, url: string, name: string) {
         if (collection === "bench_floor") continue;
         for (const doc of await db.collection(collection).find({}).toArray()) logical += driver.BSON.calculateObjectSize(doc);
       }
-      const stats = await db.command({ dbStats: 1 });
-      const floorBytes = Number((await db.command({ collStats: "bench_floor" }).catch(() => ({}) as Record<string, unknown>)).storageSize ?? 0);
-      return { logical, physical: Number(stats.storageSize ?? 0) + Number(stats.indexSize ?? 0) - floorBytes };
+      return { logical, physical: await physicalBytes(server, db, name) };
     },
     async close(): Promise<void> {
       await db.dropDatabase().catch(() => {});
@@ -229,13 +265,16 @@ export const resumableMongoDb: BackendSpec = {
   async open(ctx, tag) {
     const loaded = await loadResumable();
     if (typeof loaded === "string") throw new Error(loaded);
-    const { url, note } = await benchMongo(ctx);
+    const server = await benchMongo(ctx);
+    const { url, note } = server;
     const dbName = databaseName(tag);
     const saver = await loaded.mod.MongoDBSaver.connect(url, { dbName });
-    const measuring = await openMeasuring(loaded.driver, url, dbName);
+    const measuring = await openMeasuring(loaded.driver, server, dbName);
     if (this.notes.length === 0) {
       this.notes.push(note);
-      this.notes.push("bytes: logical = BSON size of every document of the saver's database; physical = dbStats storageSize + indexSize (as FerretDB reports them)");
+      this.notes.push(
+        "bytes: logical = BSON size of every document of the saver's database; physical = pg_total_relation_size (tables, indexes, TOAST) of the PostgreSQL schema FerretDB keeps that database in, after VACUUM",
+      );
     }
     // Round trips: every command the store reports through its instrument hook.
     const roundTrips = new RoundTripCounter();
@@ -275,7 +314,8 @@ export const langchainMongoDb: BackendSpec = {
   async open(ctx, tag) {
     const loaded = await loadLangChain();
     if (typeof loaded === "string") throw new Error(loaded);
-    const { url, note } = await benchMongo(ctx);
+    const server = await benchMongo(ctx);
+    const { url, note } = server;
     const dbName = databaseName(tag);
     const client = await loaded.driver.MongoClient.connect(url, { monitorCommands: true });
     const roundTrips = new RoundTripCounter();
@@ -286,7 +326,7 @@ export const langchainMongoDb: BackendSpec = {
     // It reports failures as a returned list rather than throwing.
     const problems = ((await saver.setup?.()) ?? []) as unknown[];
     if (problems.length > 0) throw new Error(`LangChain's MongoDBSaver.setup() failed: ${problems.map(String).join("; ")}`);
-    const measuring = await openMeasuring(loaded.driver, url, dbName);
+    const measuring = await openMeasuring(loaded.driver, server, dbName);
     if (this.notes.length === 0) {
       this.notes.push(`${note}; LangChain's saver on mongodb ${loaded.version} (its own dependency)`);
       this.notes.push("round trips: every command its client sends (command monitoring), the driver's handshakes and heartbeats excluded");
