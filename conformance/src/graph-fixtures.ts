@@ -192,6 +192,26 @@ export function chainGraph(counter: Counter) {
     .addEdge("c", END);
 }
 
+/** a → b → c, each appending its name; b first awaits `pause()` (to stall a run at a chosen point). */
+export function pausingChainGraph(counter: Counter, pause: () => Promise<void>) {
+  const node = (name: string) => () => {
+    counter.hit(name);
+    return { log: [name] };
+  };
+  return new StateGraph(LogState)
+    .addNode("a", node("a"))
+    .addNode("b", async () => {
+      counter.hit("b");
+      await pause();
+      return { log: ["b"] };
+    })
+    .addNode("c", node("c"))
+    .addEdge(START, "a")
+    .addEdge("a", "b")
+    .addEdge("b", "c")
+    .addEdge("c", END);
+}
+
 /** A functional-API workflow: a task, an interrupt, the task again on another input. */
 export function functionalWorkflow(counter: Counter, checkpointer: BaseCheckpointSaver) {
   const double = task("double", async (x: number) => {

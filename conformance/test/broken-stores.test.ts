@@ -5,6 +5,9 @@ import { MemorySaver } from "@langchain/langgraph-checkpoint";
 import {
   MemoryStore,
   type CheckpointStore,
+  type LeaseClaim,
+  type ListThreadsQuery,
+  type PatchThreadStatusRequest,
   type HistoryQuery,
   type ListCheckpointsQuery,
   type PutCheckpointRequest,
@@ -20,12 +23,15 @@ import {
   deltaHistory,
   durability,
   graphs,
+  leases,
   listPaging,
   metadataFilter,
   parallelWrites,
   probeSubject,
   runCategory,
   serialization,
+  threadListing,
+  threadStatus,
   toTarget,
   writeOrder,
   writeRules,
@@ -53,6 +59,13 @@ function brokenStore(
       getBlobs: (s, k) => inner.getBlobs(s, k),
       deleteThread: (t) => inner.deleteThread(t),
       close: () => inner.close(),
+      claimLease: (c) => inner.claimLease(c),
+      renewLease: (l, ttl) => inner.renewLease(l, ttl),
+      releaseLease: (l) => inner.releaseLease(l),
+      getLease: (t) => inner.getLease(t),
+      getThreadStatus: (t) => inner.getThreadStatus(t),
+      listThreads: (q) => inner.listThreads(q),
+      patchThreadStatus: (r) => inner.patchThreadStatus(r),
       ...replaced,
     };
     return store;
@@ -298,5 +311,117 @@ describe("each category fails on a store that breaks its rule", () => {
   it("durability: putWrites resolves but keeps nothing of ordinary channels", async () => {
     const specialOnly = (r: PutWritesRequest) => ({ ...r, writes: r.writes.filter((w) => w.channel.startsWith("__")) });
     await expectFails(durability, brokenStore((inner) => ({ putWrites: (r: PutWritesRequest) => inner.putWrites(specialOnly(r)) })), /a failed branch resumes/);
+  });
+
+  it("leases: putCheckpoint ignores the fence", async () => {
+    await expectFails(leases, brokenStore((inner) => ({ putCheckpoint: ({ fence: _fence, ...r }: PutCheckpointRequest) => inner.putCheckpoint(r) })), /refused on its next put/);
+  });
+
+  it("leases: putWrites ignores the fence", async () => {
+    await expectFails(leases, brokenStore((inner) => ({ putWrites: ({ fence: _fence, ...r }: PutWritesRequest) => inner.putWrites(r) })), /refused on its next put and putWrites/);
+  });
+
+  it("leases: a stale put is refused, but only after its checkpoint was stored", async () => {
+    await expectFails(
+      leases,
+      brokenStore((inner) => ({
+        async putCheckpoint({ fence, ...r }: PutCheckpointRequest) {
+          await inner.putCheckpoint(r);
+          if (fence) await inner.putCheckpoint({ ...r, fence });
+        },
+      })),
+      /nothing it tried to write is visible/,
+    );
+  });
+
+  it("leases: a re-claim keeps the token", async () => {
+    await expectFails(
+      leases,
+      brokenStore((inner) => {
+        const tokens = new Map<string, number>();
+        return {
+          async claimLease(c: LeaseClaim) {
+            const lease = await inner.claimLease(c);
+            if (!lease) return undefined;
+            // Hands out the thread's first token again: what a store that derives tokens from nothing stored does.
+            if (!tokens.has(c.threadId)) tokens.set(c.threadId, lease.token);
+            return { ...lease, token: tokens.get(c.threadId)! };
+          },
+        };
+      }),
+      /tokens increase/,
+    );
+  });
+
+  it("leases: deleteThread starts the tokens over", async () => {
+    await expectFails(
+      leases,
+      brokenStore((inner) => {
+        const offsets = new Map<string, number>();
+        return {
+          async deleteThread(t: string) {
+            await inner.deleteThread(t);
+            offsets.set(t, ((await inner.getLease(t))?.token ?? 0) + (offsets.get(t) ?? 0));
+          },
+          async claimLease(c: LeaseClaim) {
+            const lease = await inner.claimLease(c);
+            return lease && { ...lease, token: lease.token - (offsets.get(c.threadId) ?? 0) };
+          },
+        };
+      }),
+      /across deleteThread/,
+    );
+  });
+
+  it("leases: claims never exclude each other and writes are not fenced (two workers fork the thread)", async () => {
+    let n = 0;
+    const failed = await expectFails(
+      leases,
+      brokenStore((inner) => ({
+        claimLease: (c: LeaseClaim) => inner.claimLease({ ...c, workerId: `${c.workerId}#${++n}`, ttlMs: 1 }).then((l) => l && { ...l, workerId: c.workerId }),
+        putCheckpoint: ({ fence: _f, ...r }: PutCheckpointRequest) => inner.putCheckpoint(r),
+        putWrites: ({ fence: _f, ...r }: PutWritesRequest) => inner.putWrites(r),
+      })),
+      /leave it unforked/,
+    );
+    expect(failed.join("\n")).toMatch(/more than one child|inputs in the final state/);
+  });
+
+  it("thread-status: putWrites drops the status of ERROR and INTERRUPT writes", async () => {
+    await expectFails(threadStatus, brokenStore((inner) => ({ putWrites: ({ status: _s, ...r }: PutWritesRequest) => inner.putWrites(r) })), /failed with the error/);
+  });
+
+  it("thread-status: status patches ignore the checkpoint they name", async () => {
+    await expectFails(
+      threadStatus,
+      brokenStore((inner) => ({
+        async patchThreadStatus(r: PatchThreadStatusRequest) {
+          const current = await inner.getThreadStatus(r.threadId);
+          return current ? inner.patchThreadStatus({ ...r, patch: { ...r.patch, checkpointId: current.checkpointId } }) : undefined;
+        },
+      })),
+      /apply only to the checkpoint they name/,
+    );
+  });
+
+  it("thread-listing: listThreads ignores the cursor", async () => {
+    await expectFails(threadListing, brokenStore((inner) => ({ listThreads: ({ after: _a, ...q }: ListThreadsQuery) => inner.listThreads(q) })), /pages of 7/);
+  });
+
+  it("thread-listing: listThreads ignores olderThan", async () => {
+    await expectFails(threadListing, brokenStore((inner) => ({ listThreads: ({ olderThan: _o, ...q }: ListThreadsQuery) => inner.listThreads(q) })), /olderThan keeps only/);
+  });
+
+  it("thread-listing: listThreads returns the newest first", async () => {
+    await expectFails(
+      threadListing,
+      brokenStore((inner) => ({
+        async listThreads(q: ListThreadsQuery) {
+          const all = await inner.listThreads({ ...q, after: undefined, limit: 100_000 });
+          return all.reverse().slice(0, q.limit);
+        },
+      })),
+      /oldest activity first/,
+    );
   });
 });

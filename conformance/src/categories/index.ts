@@ -11,15 +11,36 @@ import { deltaHistory } from "./delta-history.js";
 import { deltaStorage } from "./delta-storage.js";
 import { durability } from "./durability.js";
 import { graphs } from "./graphs.js";
+import { forks, leases } from "./leases.js";
 import { listPaging } from "./list-paging.js";
 import { metadataFilter } from "./metadata-filter.js";
 import { parallelWrites } from "./parallel-writes.js";
 import { serialization } from "./serialization.js";
 import { storeRecords } from "./store-records.js";
+import { threadListing } from "./thread-listing.js";
+import { threadStatus } from "./thread-status.js";
 import { writeOrder } from "./write-order.js";
 import { writeRules } from "./write-rules.js";
 
-export { badInput, deleteThread, deltaHistory, deltaStorage, durability, graphs, listPaging, metadataFilter, parallelWrites, serialization, storeRecords, writeOrder, writeRules };
+export {
+  badInput,
+  deleteThread,
+  deltaHistory,
+  deltaStorage,
+  durability,
+  forks,
+  graphs,
+  leases,
+  listPaging,
+  metadataFilter,
+  parallelWrites,
+  serialization,
+  storeRecords,
+  threadListing,
+  threadStatus,
+  writeOrder,
+  writeRules,
+};
 
 /** All contract categories. */
 export const CATEGORIES: readonly Category[] = Object.freeze([
@@ -36,4 +57,7 @@ export const CATEGORIES: readonly Category[] = Object.freeze([
   badInput,
   graphs,
   durability,
+  leases,
+  threadStatus,
+  threadListing,
 ]);

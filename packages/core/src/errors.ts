@@ -146,6 +146,54 @@ export class StoreTimeoutError extends ResumableError {
   }
 }
 
+/**
+ * A write, renewal or status change fenced by a lease was refused: the thread's lease no longer carries
+ * this worker's token (another worker claimed the thread after the lease expired) or was released.
+ * Nothing of the refused call became visible. The worker must stop working on the thread: what it
+ * computes from now on would be discarded. Another worker holds the thread, or may claim it.
+ */
+export class LeaseLostError extends ResumableError {
+  readonly threadId: string;
+  /** The token the refused call carried. */
+  readonly token: number;
+  /** The thread's current token, when the store knows it cheaply. */
+  readonly currentToken: number | undefined;
+  /** The current holder, when the store knows it (absent when the lease was released). */
+  readonly holder: string | undefined;
+  constructor(threadId: string, token: number, current?: { token?: number; holder?: string | null }, operation = "write") {
+    const currentToken = current?.token;
+    const holder = current?.holder ?? undefined;
+    let what: string;
+    if (current === undefined) what = "the lease is no longer current";
+    else if (currentToken === undefined) what = "the thread has never been claimed";
+    else if (currentToken !== token) what = `another worker took the thread over (token ${currentToken}${holder ? `, held by ${JSON.stringify(holder)}` : ""})`;
+    else what = "the lease was released";
+    super(
+      "LEASE_LOST",
+      `Thread ${JSON.stringify(threadId)}: ${operation} refused, lease token ${token} is no longer valid: ${what}. ` +
+        `Nothing of this ${operation} was stored. Stop working on this thread; claim it again (claimLease) before resuming it.`,
+    );
+    this.threadId = threadId;
+    this.token = token;
+    this.currentToken = currentToken;
+    this.holder = holder;
+  }
+}
+
+/** A feature needs a store capability the store does not declare (leases, thread status...). */
+export class CapabilityMissingError extends ResumableError {
+  /** The missing capability, e.g. `"leases"`. */
+  readonly capability: string;
+  constructor(store: string, capability: string, operation: string) {
+    super(
+      "CAPABILITY_MISSING",
+      `${operation} needs a store with capabilities.${capability}, and ${store} does not declare it. ` +
+        `Use a backend that supports it (MemoryStore, SqliteStore and PostgresStore do), or leave the feature off.`,
+    );
+    this.capability = capability;
+  }
+}
+
 /** Formats a byte count for messages: `512 B`, `3.2 KB`, `5.0 MB`. */
 export function formatBytes(bytes: number): string {
   if (!Number.isFinite(bytes)) return "unlimited";

@@ -81,4 +81,5 @@ export const ID_RULES = Object.freeze({
   channel: { field: "channel", maxBytes: ID_LIMITS.channelBytes },
   version: { field: "channel version", maxBytes: ID_LIMITS.versionBytes },
   taskPath: { field: "taskPath", maxBytes: ID_LIMITS.taskPathBytes, allowEmpty: true },
+  workerId: { field: "workerId", maxBytes: ID_LIMITS.taskIdBytes },
 } satisfies Record<string, IdentifierRule>);

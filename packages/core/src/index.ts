@@ -6,7 +6,31 @@
  */
 export * from "./store.js";
 export * from "./errors.js";
-export { ResumableSaver, sortWrites, type ResumableSaverOptions } from "./saver.js";
+export {
+  ResumableSaver,
+  sortWrites,
+  type ClaimLeaseOptions,
+  type ResumableSaverOptions,
+  type ThreadStatusUpdate,
+  type WithLeaseOptions,
+} from "./saver.js";
+export {
+  MAX_INTERRUPT_JSON_CHARS,
+  MAX_STATUS_ERROR_CHARS,
+  MAX_THREADS_PAGE,
+  applyPatchToRecord,
+  checkpointState,
+  errorMessage,
+  hasPendingTasks,
+  mergeInterrupts,
+  plainJson,
+  recordOfWrite,
+  statusPatchOfWrites,
+  toThreadStatus,
+  type ListThreadsOptions,
+  type ThreadPage,
+  type ThreadStatus,
+} from "./thread-status.js";
 export { MemoryStore, type MemoryStoreOptions } from "./memory-store.js";
 export {
   EMPTY_VALUE,

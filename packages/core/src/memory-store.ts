@@ -3,9 +3,18 @@
  *
  * @module
  */
-import { StoreClosedError } from "./errors.js";
+import { LeaseLostError, StoreClosedError } from "./errors.js";
+import { THREAD_STATES } from "./store.js";
 import type {
   BlobRecord,
+  Lease,
+  LeaseClaim,
+  LeaseFence,
+  LeaseState,
+  ListThreadsQuery,
+  PatchThreadStatusRequest,
+  ThreadState,
+  ThreadStatusRecord,
   CheckpointRecord,
   CheckpointStore,
   ChunkRecord,
@@ -22,6 +31,7 @@ import type {
   ThreadScope,
   WriteRecord,
 } from "./store.js";
+import { applyPatchToRecord, recordOfWrite } from "./thread-status.js";
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
@@ -45,6 +55,56 @@ interface ThreadData {
   latest: Map<string, string>;
 }
 
+interface LeaseRow {
+  token: number;
+  workerId: string;
+  expiresAt: number;
+  released: boolean;
+}
+
+/**
+ * Keys `(updatedAt, threadId)` of one state, kept sorted, so that listing a page costs a binary
+ * search plus the page (the index a database would keep).
+ */
+class SortedKeys {
+  private readonly keys: Array<[number, string]> = [];
+
+  private position(updatedAt: number, threadId: string): number {
+    let low = 0;
+    let high = this.keys.length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      const [u, t] = this.keys[mid]!;
+      if (u < updatedAt || (u === updatedAt && t < threadId)) low = mid + 1;
+      else high = mid;
+    }
+    return low;
+  }
+
+  add(updatedAt: number, threadId: string): void {
+    this.keys.splice(this.position(updatedAt, threadId), 0, [updatedAt, threadId]);
+  }
+
+  remove(updatedAt: number, threadId: string): void {
+    const at = this.position(updatedAt, threadId);
+    const key = this.keys[at];
+    if (key && key[0] === updatedAt && key[1] === threadId) this.keys.splice(at, 1);
+  }
+
+  /** Up to `limit` keys after `after`, with `updatedAt < olderThan`. */
+  page(after: { updatedAt: number; threadId: string } | undefined, olderThan: number | undefined, limit: number): Array<[number, string]> {
+    const out: Array<[number, string]> = [];
+    let i = after ? this.position(after.updatedAt, after.threadId) : 0;
+    if (after && this.keys[i]?.[0] === after.updatedAt && this.keys[i]?.[1] === after.threadId) i += 1;
+    for (; i < this.keys.length && out.length < limit; i += 1) {
+      const key = this.keys[i]!;
+      if (olderThan !== undefined && !(key[0] < olderThan)) break;
+      out.push(key);
+    }
+    return out;
+  }
+}
+
 /**
  * An in-memory {@link CheckpointStore}. Nothing outlives the process (`capabilities.persistent` is
  * false), so the crash-injection suite reports it "not applicable".
@@ -57,6 +117,10 @@ interface ThreadData {
 export class MemoryStore implements CheckpointStore {
   readonly capabilities: Partial<StoreCapabilities>;
   private readonly threads = new Map<string, ThreadData>();
+  /** Survive deleteThread, so that tokens never go back. */
+  private readonly leases = new Map<string, LeaseRow>();
+  private readonly statuses = new Map<string, ThreadStatusRecord>();
+  private readonly statusIndex = new Map<ThreadState, SortedKeys>(THREAD_STATES.map((state) => [state, new SortedKeys()]));
   private listener: StoreCommandListener | undefined;
   private closed = false;
 
@@ -68,6 +132,8 @@ export class MemoryStore implements CheckpointStore {
       commandEvents: true,
       valueRefs: true,
       deltaRanges: true,
+      leases: true,
+      threadStatus: true,
     };
   }
 
@@ -77,6 +143,8 @@ export class MemoryStore implements CheckpointStore {
 
   async putCheckpoint(request: PutCheckpointRequest): Promise<void> {
     this.check("putCheckpoint");
+    // Everything below is synchronous: the fence check and the writes are one atomic step.
+    this.checkFence(request.record.threadId, request.fence, "putCheckpoint");
     const thread = this.thread(request.record.threadId, true);
     const ns = request.record.checkpointNs;
     for (const chunk of request.chunks) putChunk(thread, chunk);
@@ -88,10 +156,16 @@ export class MemoryStore implements CheckpointStore {
     getOrCreate(thread.checkpoints, ns, () => new Map<string, CheckpointRecord>()).set(request.record.checkpointId, cloneRecord(request.record));
     const latest = thread.latest.get(ns);
     if (latest === undefined || request.record.checkpointId > latest) thread.latest.set(ns, request.record.checkpointId);
+    if (request.status) {
+      const threadId = request.record.threadId;
+      const next = recordOfWrite(threadId, request.record.checkpointId, request.status, this.statuses.get(threadId));
+      if (next) this.setStatus(threadId, next);
+    }
   }
 
   async putWrites(request: PutWritesRequest): Promise<void> {
     this.check("putWrites");
+    this.checkFence(request.threadId, request.fence, "putWrites");
     const thread = this.thread(request.threadId, true);
     for (const chunk of request.chunks) putChunk(thread, chunk);
     const byCheckpoint = getOrCreate(thread.writes, request.checkpointNs, () => new Map<string, Map<string, WriteRecord>>());
@@ -101,6 +175,7 @@ export class MemoryStore implements CheckpointStore {
       if (request.mode === "ignore" && writes.has(key)) continue;
       writes.set(key, { ...write, value: cloneValue(write.value) });
     }
+    if (request.status) this.patchStatus(request.threadId, request.status);
   }
 
   async getCheckpoint(scope: ThreadScope & { checkpointId?: string }): Promise<StoredCheckpoint | undefined> {
@@ -202,6 +277,60 @@ export class MemoryStore implements CheckpointStore {
   async deleteThread(threadId: string): Promise<void> {
     this.check("deleteThread");
     this.threads.delete(threadId);
+    this.setStatus(threadId, undefined);
+  }
+
+  async claimLease(claim: LeaseClaim): Promise<Lease | undefined> {
+    this.check("claimLease");
+    const now = Date.now();
+    const row = this.leases.get(claim.threadId);
+    if (row && !row.released && row.workerId !== claim.workerId && row.expiresAt > now) return undefined;
+    const next: LeaseRow = { token: (row?.token ?? 0) + 1, workerId: claim.workerId, expiresAt: now + claim.ttlMs, released: false };
+    this.leases.set(claim.threadId, next);
+    return { threadId: claim.threadId, workerId: claim.workerId, token: next.token, expiresAt: next.expiresAt };
+  }
+
+  async renewLease(lease: Lease, ttlMs: number): Promise<Lease> {
+    this.check("renewLease");
+    this.checkFence(lease.threadId, lease, "renewLease");
+    const row = this.leases.get(lease.threadId)!;
+    row.expiresAt = Date.now() + ttlMs;
+    return { threadId: lease.threadId, workerId: row.workerId, token: row.token, expiresAt: row.expiresAt };
+  }
+
+  async releaseLease(lease: Lease): Promise<void> {
+    this.check("releaseLease");
+    const row = this.leases.get(lease.threadId);
+    if (!row || row.token !== lease.token) return;
+    row.released = true;
+  }
+
+  async getLease(threadId: string): Promise<LeaseState | undefined> {
+    this.check("getLease");
+    const row = this.leases.get(threadId);
+    if (!row) return undefined;
+    return { threadId, workerId: row.workerId, token: row.token, expiresAt: row.expiresAt, released: row.released };
+  }
+
+  async getThreadStatus(threadId: string): Promise<ThreadStatusRecord | undefined> {
+    this.check("getThreadStatus");
+    const record = this.statuses.get(threadId);
+    return record ? cloneStatus(record) : undefined;
+  }
+
+  async listThreads(query: ListThreadsQuery): Promise<ThreadStatusRecord[]> {
+    this.check("listThreads");
+    const keys: Array<[number, string]> = [];
+    for (const state of query.states ?? THREAD_STATES) keys.push(...this.statusIndex.get(state)!.page(query.after, query.olderThan, query.limit));
+    keys.sort((a, b) => a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
+    return keys.slice(0, query.limit).map(([, threadId]) => cloneStatus(this.statuses.get(threadId)!));
+  }
+
+  async patchThreadStatus(request: PatchThreadStatusRequest): Promise<ThreadStatusRecord | undefined> {
+    this.check("patchThreadStatus");
+    this.checkFence(request.threadId, request.fence, "patchThreadStatus");
+    const next = this.patchStatus(request.threadId, request.patch);
+    return next ? cloneStatus(next) : undefined;
   }
 
   instrument(listener: StoreCommandListener | undefined): void {
@@ -215,6 +344,34 @@ export class MemoryStore implements CheckpointStore {
   private check(command: string): void {
     if (this.closed) throw new StoreClosedError("MemoryStore");
     this.listener?.({ command });
+  }
+
+  /** Throws {@link LeaseLostError} unless the thread's lease still carries the fence's token. */
+  private checkFence(threadId: string, fence: LeaseFence | undefined, operation: string): void {
+    if (!fence) return;
+    const row = this.leases.get(threadId);
+    if (row && row.token === fence.token && !row.released) return;
+    throw new LeaseLostError(threadId, fence.token, row ? { token: row.token, holder: row.released ? null : row.workerId } : {}, operation);
+  }
+
+  private patchStatus(threadId: string, patch: PatchThreadStatusRequest["patch"]): ThreadStatusRecord | undefined {
+    const current = this.statuses.get(threadId);
+    const next = current ? applyPatchToRecord(current, patch) : undefined;
+    if (next) this.setStatus(threadId, next);
+    return next;
+  }
+
+  /** Replaces (or with `undefined` removes) a thread's status and moves it in the index. */
+  private setStatus(threadId: string, record: ThreadStatusRecord | undefined): void {
+    const current = this.statuses.get(threadId);
+    if (current) this.statusIndex.get(current.state)!.remove(current.updatedAt, threadId);
+    if (!record) {
+      this.statuses.delete(threadId);
+      return;
+    }
+    const stored = cloneStatus(record);
+    this.statuses.set(threadId, stored);
+    this.statusIndex.get(stored.state)!.add(stored.updatedAt, threadId);
   }
 
   private thread(threadId: string, create: true): ThreadData {
@@ -299,4 +456,10 @@ function cloneRecord(record: CheckpointRecord): CheckpointRecord {
     channelVersions: { ...record.channelVersions },
     ...(record.deltaRoots ? { deltaRoots: { ...record.deltaRoots } } : {}),
   };
+}
+
+function cloneStatus(record: ThreadStatusRecord): ThreadStatusRecord {
+  const out: ThreadStatusRecord = { ...record };
+  if (record.interrupts) out.interrupts = JSON.parse(JSON.stringify(record.interrupts)) as Record<string, unknown>;
+  return out;
 }

@@ -26,7 +26,7 @@ import {
 } from "@langchain/langgraph-checkpoint";
 
 import { DeltaCache, extendsList, type DeltaCacheOptions, type LineageState, type ListState } from "./delta-cache.js";
-import { InvalidConfigError, MissingThreadIdError } from "./errors.js";
+import { CapabilityMissingError, InvalidConfigError, LeaseLostError, MissingThreadIdError } from "./errors.js";
 import { ID_RULES, checkIdentifier } from "./ids.js";
 import { canonicalFilter } from "./metadata-filter.js";
 import { RecordReader, RecordWriter, blobKey, deltaOf, listOf, type WriteSettings } from "./record-codec.js";
@@ -36,11 +36,29 @@ import {
   type BlobRecord,
   type CheckpointRecord,
   type CheckpointStore,
+  type Lease,
+  type LeaseFence,
+  type LeaseState,
   type SerializedValue,
   type StoreCapabilities,
   type StoredCheckpoint,
+  type ThreadStatusPatch,
+  type ThreadStatusWrite,
   type WriteRecord,
 } from "./store.js";
+import {
+  MAX_THREADS_PAGE,
+  applyPatchToWrite,
+  checkpointState,
+  decodeCursor,
+  encodeCursor,
+  statesOf,
+  statusPatchOfWrites,
+  toThreadStatus,
+  type ListThreadsOptions,
+  type ThreadPage,
+  type ThreadStatus,
+} from "./thread-status.js";
 import { nextVersion } from "./versions.js";
 
 /** Options of {@link ResumableSaver}. */
@@ -70,7 +88,49 @@ export interface ResumableSaverOptions {
   pieces?: false | { minBytes?: number };
   /** Bounds of what the saver remembers per thread to write deltas (see {@link DeltaCacheOptions}). */
   cache?: DeltaCacheOptions;
+  /**
+   * Keep a status per thread (pending, done, failed, interrupted; see {@link ResumableSaver.listThreads})
+   * on every root checkpoint and on `ERROR`/`INTERRUPT`/`RESUME` writes. Default `true` when the store
+   * declares `capabilities.threadStatus`; `false` turns it off (a put then costs what it did without).
+   */
+  threadStatus?: boolean;
 }
+
+/** Options of {@link ResumableSaver.claimLease}. */
+export interface ClaimLeaseOptions {
+  /** Who claims (host, pid and a random part, for example); at most 256 bytes. */
+  workerId: string;
+  /** How long the lease lasts without a renewal, in milliseconds. */
+  ttlMs: number;
+}
+
+/** Options of {@link ResumableSaver.withLease}. */
+export interface WithLeaseOptions {
+  /**
+   * Called (once) when a write through the leased saver is refused because the lease was lost, before
+   * the call rejects with the {@link LeaseLostError}: abort the run here (an `AbortController` whose
+   * signal the run was given), since whatever it computes from now on is discarded.
+   */
+  onLost?: (error: LeaseLostError) => void;
+}
+
+/** A change to a thread's status, for {@link ResumableSaver.updateThreadStatus}. */
+export type ThreadStatusUpdate = Omit<ThreadStatusPatch, "updatedAt"> & { updatedAt?: number };
+
+interface LeaseBinding {
+  lease: Lease;
+  onLost: ((error: LeaseLostError) => void) | undefined;
+  lost: boolean;
+}
+
+/** What a special write noted for a checkpoint whose put had not reached the store yet. */
+interface StatusNote {
+  checkpointId: string;
+  patches: ThreadStatusPatch[];
+}
+
+/** Notes kept at most (one per thread; the oldest go first). */
+const MAX_STATUS_NOTES = 1000;
 
 /**
  * The metadata type of a record whose metadata is exactly its `metadataJson` (plain JSON values):
@@ -109,6 +169,14 @@ export class ResumableSaver extends BaseCheckpointSaver {
   /** Deltas after which a whole value is written again; 0 when deltas are off. */
   private readonly maxChain: number;
   private readonly lineages: DeltaCache;
+  /** Whether puts and special writes carry the thread's status. */
+  readonly tracksStatus: boolean;
+  /** Root puts at the store, per thread, so that a status-changing write on that checkpoint lands after it. */
+  private readonly inflightPuts = new Map<string, { checkpointId: string; promise: Promise<unknown> }>();
+  /** Status changes of writes that came before their checkpoint's put (see {@link statusOfPut}). */
+  private readonly statusNotes = new Map<string, StatusNote>();
+  /** Set on the views {@link withLease} returns; undefined on a saver of its own. */
+  protected leaseBinding: LeaseBinding | undefined;
 
   constructor(store: CheckpointStore, options: ResumableSaverOptions = {}) {
     super(options.serde);
@@ -126,6 +194,7 @@ export class ResumableSaver extends BaseCheckpointSaver {
         ? 0
         : ((typeof options.deltas === "object" ? options.deltas.maxChain : undefined) ?? DEFAULT_MAX_CHAIN);
     this.lineages = new DeltaCache(options.cache);
+    this.tracksStatus = this.capabilities.threadStatus && options.threadStatus !== false;
   }
 
   /**
@@ -271,10 +340,18 @@ export class ResumableSaver extends BaseCheckpointSaver {
       channelVersions,
     };
     if (Object.keys(deltaRoots).length > 0) record.deltaRoots = deltaRoots;
+    const fence = this.fenceFor(threadId, "put()");
+    const baseState = this.tracksStatus && checkpointNs === "" ? checkpointState(checkpoint) : undefined;
     // A checkpoint must never become durable before the writes this process issued for the steps
     // before it, or a crash between the two re-runs a node that had finished (LangGraph Python #8039).
     await this.writesSettled(threadId);
-    await this.store.putCheckpoint({ record, blobs, chunks: writer.chunks });
+    // From here to the store call nothing awaits: a status-changing write either finds this put in
+    // flight (and lands after it) or has left its note for it.
+    const status = baseState === undefined ? undefined : this.statusOfPut(threadId, checkpoint.id, baseState);
+    const request = { record, blobs, chunks: writer.chunks, ...(fence ? { fence } : {}), ...(status ? { status } : {}) };
+    const stored = this.store.putCheckpoint(request);
+    if (status) this.trackPut(threadId, checkpoint.id, stored);
+    await this.fenced(stored);
     if (this.maxChain > 0) {
       this.lineages.set(threadId, checkpointNs, { checkpointId: checkpoint.id, channelVersions, deltaRoots, lists, bytes: cachedBytes });
     }
@@ -323,7 +400,9 @@ export class ResumableSaver extends BaseCheckpointSaver {
     }
     checkIdentifier(taskId, ID_RULES.taskId, "putWrites()");
     if (taskPath !== undefined) checkIdentifier(taskPath, ID_RULES.taskPath, "putWrites()");
-    const task = this.trackWrites(threadId, this.storeWrites({ threadId, checkpointNs }, checkpointId, writes, taskId, taskPath ?? ""));
+    const fence = this.fenceFor(threadId, "putWrites()");
+    const status = this.tracksStatus && checkpointNs === "" && Array.isArray(writes) ? statusPatchOfWrites(writes, taskId, checkpointId, Date.now()) : undefined;
+    const task = this.trackWrites(threadId, this.storeWrites({ threadId, checkpointNs }, checkpointId, writes, taskId, taskPath ?? "", fence, status));
     await task;
   }
 
@@ -332,6 +411,7 @@ export class ResumableSaver extends BaseCheckpointSaver {
     if (id === undefined) throw new MissingThreadIdError("deleteThread()");
     await this.writesSettled(id);
     this.lineages.deleteThread(id);
+    this.statusNotes.delete(id);
     await this.store.deleteThread(id);
   }
 
@@ -441,7 +521,21 @@ export class ResumableSaver extends BaseCheckpointSaver {
     return tracked;
   }
 
-  private async storeWrites(scope: Scope, checkpointId: string, writes: PendingWrite[], taskId: string, taskPath: string): Promise<void> {
+  private async storeWrites(
+    scope: Scope,
+    checkpointId: string,
+    writes: PendingWrite[],
+    taskId: string,
+    taskPath: string,
+    fence: LeaseFence | undefined,
+    status: ThreadStatusPatch | undefined,
+  ): Promise<void> {
+    if (status) {
+      this.noteStatus(scope.threadId, status);
+      // The status describes this checkpoint only once its put has landed.
+      const inflight = this.inflightPuts.get(scope.threadId);
+      if (inflight?.checkpointId === checkpointId) await inflight.promise.catch(() => undefined);
+    }
     if (!Array.isArray(writes)) throw new InvalidConfigError("writes", `putWrites(): writes must be an array of [channel, value] pairs.`);
     const writer = new RecordWriter(this.writeSettings);
     const records: WriteRecord[] = [];
@@ -464,7 +558,225 @@ export class ResumableSaver extends BaseCheckpointSaver {
     // A batch of only special channels replaces what is stored (an INTERRUPT becomes a RESUME);
     // anything else keeps the first write of a (task, idx), so a retried task changes nothing.
     const mode = records.every((r) => SPECIAL_CHANNELS.has(r.channel)) ? "upsert" : "ignore";
-    await this.store.putWrites({ ...scope, checkpointId, writes: records, chunks: writer.chunks, mode });
+    await this.fenced(
+      this.store.putWrites({ ...scope, checkpointId, writes: records, chunks: writer.chunks, mode, ...(fence ? { fence } : {}), ...(status ? { status } : {}) }),
+    );
+  }
+
+  /** The status a root put carries: its own state, with what writes on the same checkpoint noted before it. */
+  private statusOfPut(threadId: string, checkpointId: string, state: "pending" | "done"): ThreadStatusWrite {
+    let status: ThreadStatusWrite = { state, updatedAt: Date.now() };
+    const note = this.statusNotes.get(threadId);
+    if (note?.checkpointId === checkpointId) {
+      for (const patch of note.patches) status = applyPatchToWrite(status, patch);
+      this.statusNotes.delete(threadId);
+    }
+    return status;
+  }
+
+  private noteStatus(threadId: string, patch: ThreadStatusPatch): void {
+    const note = this.statusNotes.get(threadId);
+    if (note?.checkpointId === patch.checkpointId) {
+      note.patches.push(patch);
+      return;
+    }
+    this.statusNotes.delete(threadId);
+    if (this.statusNotes.size >= MAX_STATUS_NOTES) this.statusNotes.delete(this.statusNotes.keys().next().value!);
+    this.statusNotes.set(threadId, { checkpointId: patch.checkpointId, patches: [patch] });
+  }
+
+  private trackPut(threadId: string, checkpointId: string, promise: Promise<unknown>): void {
+    const entry = { checkpointId, promise };
+    this.inflightPuts.set(threadId, entry);
+    const clear = () => {
+      if (this.inflightPuts.get(threadId) === entry) this.inflightPuts.delete(threadId);
+    };
+    promise.then(clear, clear);
+  }
+
+  /** The fence of the bound lease, when this is a leased view; refuses other threads. */
+  private fenceFor(threadId: string, operation: string): LeaseFence | undefined {
+    const binding = this.leaseBinding;
+    if (!binding) return undefined;
+    if (binding.lease.threadId !== threadId) {
+      throw new InvalidConfigError(
+        "thread_id",
+        `${operation}: this saver is bound to the lease of thread ${JSON.stringify(binding.lease.threadId)} and cannot write thread ` +
+          `${JSON.stringify(threadId)}. Use the saver withLease() was called on, or a lease of that thread.`,
+      );
+    }
+    return { token: binding.lease.token, workerId: binding.lease.workerId };
+  }
+
+  /** Awaits a store call; when a fenced one is refused, tells the lease's owner once, then rethrows. */
+  private async fenced<T>(call: Promise<T>): Promise<T> {
+    try {
+      return await call;
+    } catch (error) {
+      const binding = this.leaseBinding;
+      if (binding && error instanceof LeaseLostError && !binding.lost) {
+        binding.lost = true;
+        binding.onLost?.(error);
+      }
+      throw error;
+    }
+  }
+
+  private requireCapability(capability: "leases" | "threadStatus", operation: string): void {
+    if (!this.capabilities[capability]) throw new CapabilityMissingError(this.store.constructor?.name ?? "the store", capability, operation);
+  }
+
+  private storeMethod<K extends keyof CheckpointStore>(name: K, capability: "leases" | "threadStatus", operation: string): NonNullable<CheckpointStore[K]> {
+    this.requireCapability(capability, operation);
+    const method = this.store[name];
+    if (typeof method !== "function") {
+      throw new CapabilityMissingError(`${this.store.constructor?.name ?? "the store"} (it declares it but has no ${String(name)}())`, capability, operation);
+    }
+    return (method as (...args: unknown[]) => unknown).bind(this.store) as NonNullable<CheckpointStore[K]>;
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // Leases
+  // -------------------------------------------------------------------------------------------------
+
+  /**
+   * Claims a thread for a worker: a {@link Lease} with a fencing token greater than any before it, or
+   * `undefined` while another worker holds an unexpired lease. Renew it ({@link renewLease}) well
+   * before `expiresAt`, write through {@link withLease}, and {@link releaseLease} it when done. Needs a
+   * store with `capabilities.leases`.
+   *
+   * @example
+   * ```ts
+   * const lease = await saver.claimLease("order-42", { workerId: "worker-1", ttlMs: 30_000 });
+   * if (lease) {
+   *   const graph = builder.compile({ checkpointer: saver.withLease(lease) });
+   *   try { await graph.invoke(null, { configurable: { thread_id: "order-42" } }); }
+   *   finally { await saver.releaseLease(lease); }
+   * }
+   * ```
+   */
+  async claimLease(threadId: string, options: ClaimLeaseOptions): Promise<Lease | undefined> {
+    const claim = this.storeMethod("claimLease", "leases", "claimLease()");
+    const id = requiredId(threadId, "claimLease()");
+    checkIdentifier(options?.workerId, ID_RULES.workerId, "claimLease()");
+    const ttlMs = ttlOf(options?.ttlMs, "claimLease()");
+    return claim({ threadId: id, workerId: options.workerId, ttlMs });
+  }
+
+  /**
+   * Extends a lease by `ttlMs` from now and returns it with its new `expiresAt`.
+   *
+   * @throws {LeaseLostError} when another worker claimed the thread meanwhile, or the lease was released.
+   */
+  async renewLease(lease: Lease, ttlMs: number): Promise<Lease> {
+    const renew = this.storeMethod("renewLease", "leases", "renewLease()");
+    checkLease(lease, "renewLease()");
+    return renew(lease, ttlOf(ttlMs, "renewLease()"));
+  }
+
+  /** Gives a lease up; writes fenced with it fail from now on. Does nothing for a lease no longer current. */
+  async releaseLease(lease: Lease): Promise<void> {
+    const release = this.storeMethod("releaseLease", "leases", "releaseLease()");
+    checkLease(lease, "releaseLease()");
+    await release(lease);
+  }
+
+  /** The thread's lease record (holder, token, expiry), or `undefined` when it was never claimed. */
+  async getLease(threadId: string): Promise<LeaseState | undefined> {
+    const get = this.storeMethod("getLease", "leases", "getLease()");
+    return get(requiredId(threadId, "getLease()"));
+  }
+
+  /**
+   * A saver for one thread, fenced by `lease`: its `put` and `putWrites` (and
+   * {@link updateThreadStatus}) succeed only while the thread's lease still carries `lease.token`, as
+   * checked by the store in the same atomic step as the write; once another worker has claimed the
+   * thread they fail with {@link LeaseLostError} and nothing of them is stored. Reads are not fenced.
+   * The view shares this saver's store and caches; writes to another thread through it are refused.
+   */
+  withLease(lease: Lease, options: WithLeaseOptions = {}): this {
+    this.requireCapability("leases", "withLease()");
+    checkLease(lease, "withLease()");
+    const view = Object.create(this) as this;
+    view.leaseBinding = { lease: { ...lease }, onLost: options.onLost, lost: false };
+    return view;
+  }
+
+  /** The lease a view from {@link withLease} is bound to; `undefined` on a saver of its own. */
+  get lease(): Lease | undefined {
+    return this.leaseBinding ? { ...this.leaseBinding.lease } : undefined;
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // Thread status
+  // -------------------------------------------------------------------------------------------------
+
+  /** The thread's status, or `undefined` when it has none yet. Needs `capabilities.threadStatus`. */
+  async getThreadStatus(threadId: string): Promise<ThreadStatus | undefined> {
+    const get = this.storeMethod("getThreadStatus", "threadStatus", "getThreadStatus()");
+    const record = await get(requiredId(threadId, "getThreadStatus()"));
+    return record ? toThreadStatus(record) : undefined;
+  }
+
+  /**
+   * Threads by status, oldest activity first, one page at a time, through the store's index (never a
+   * scan of the threads): unfinished ones (`status: ["pending", "failed"]`), those waiting for a person
+   * (`"interrupted"`), the dead-lettered (`"dead"`). Needs `capabilities.threadStatus`.
+   *
+   * @example
+   * ```ts
+   * let cursor: string | undefined;
+   * do {
+   *   const page = await saver.listThreads({ status: "interrupted", olderThan: Date.now() - 60_000, cursor });
+   *   for (const t of page.threads) console.log(t.threadId, t.interrupts[0]?.value);
+   *   cursor = page.cursor;
+   * } while (cursor);
+   * ```
+   */
+  async listThreads(options: ListThreadsOptions = {}): Promise<ThreadPage> {
+    const list = this.storeMethod("listThreads", "threadStatus", "listThreads()");
+    const limit = options.limit ?? 100;
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_THREADS_PAGE) {
+      throw new InvalidConfigError("limit", `listThreads(): "limit" must be an integer from 1 to ${MAX_THREADS_PAGE}, got ${describe(limit)}.`);
+    }
+    const states = statesOf(options.status);
+    let olderThan: number | undefined;
+    if (options.olderThan !== undefined) {
+      olderThan = options.olderThan instanceof Date ? options.olderThan.getTime() : options.olderThan;
+      if (typeof olderThan !== "number" || !Number.isFinite(olderThan)) {
+        throw new InvalidConfigError("olderThan", `listThreads(): "olderThan" must be a Date or a number of ms since the epoch, got ${describe(options.olderThan)}.`);
+      }
+    }
+    const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor);
+    const records = await list({ limit, ...(states ? { states } : {}), ...(olderThan !== undefined ? { olderThan } : {}), ...(after ? { after } : {}) });
+    const page: ThreadPage = { threads: records.slice(0, limit).map(toThreadStatus) };
+    if (records.length >= limit) page.cursor = encodeCursor(records[limit - 1]!);
+    return page;
+  }
+
+  /**
+   * Changes a thread's status (a recovery runner counts attempts and dead-letters this way), only if
+   * its status still describes `update.checkpointId`; returns the new status, or `undefined` when it
+   * did not apply. With a lease (given here, or the one a {@link withLease} view is bound to) the
+   * change is fenced like a write.
+   *
+   * @throws {LeaseLostError} when fenced and the lease was lost.
+   */
+  async updateThreadStatus(threadId: string, update: ThreadStatusUpdate, options: { lease?: Lease } = {}): Promise<ThreadStatus | undefined> {
+    const patch = this.storeMethod("patchThreadStatus", "threadStatus", "updateThreadStatus()");
+    const id = requiredId(threadId, "updateThreadStatus()");
+    checkIdentifier(update?.checkpointId, ID_RULES.checkpointId, "updateThreadStatus()");
+    let fence: LeaseFence | undefined;
+    if (options.lease) {
+      this.requireCapability("leases", "updateThreadStatus({ lease })");
+      checkLease(options.lease, "updateThreadStatus()");
+      if (options.lease.threadId !== id) throw new InvalidConfigError("lease", `updateThreadStatus(): the lease is for thread ${JSON.stringify(options.lease.threadId)}, not ${JSON.stringify(id)}.`);
+      fence = { token: options.lease.token, workerId: options.lease.workerId };
+    } else {
+      fence = this.fenceFor(id, "updateThreadStatus()");
+    }
+    const record = await this.fenced(patch({ threadId: id, patch: { ...update, updatedAt: update.updatedAt ?? Date.now() }, ...(fence ? { fence } : {}) }));
+    return record ? toThreadStatus(record) : undefined;
   }
 
   private async toTuple(stored: StoredCheckpoint, remember: boolean): Promise<CheckpointTuple> {
@@ -581,6 +893,32 @@ export function sortWrites(writes: WriteRecord[]): WriteRecord[] {
     .map((w) => ({ w, key: writesSortKey(w.taskPath, w.taskId, w.idx) }))
     .sort((a, b) => compareWritesSortKeys(a.key, b.key))
     .map(({ w }) => w);
+}
+
+function requiredId(threadId: unknown, operation: string): string {
+  const id = threadIdOf(threadId, operation);
+  if (id === undefined) throw new MissingThreadIdError(operation);
+  return id;
+}
+
+function ttlOf(ttlMs: unknown, operation: string): number {
+  if (typeof ttlMs !== "number" || !Number.isInteger(ttlMs) || ttlMs < 1 || ttlMs > 2 ** 31 - 1) {
+    throw new InvalidConfigError("ttlMs", `${operation}: "ttlMs" must be a positive integer of milliseconds (at most 2^31 - 1), got ${describe(ttlMs)}.`);
+  }
+  return ttlMs;
+}
+
+function checkLease(lease: Lease, operation: string): void {
+  if (
+    lease === null ||
+    typeof lease !== "object" ||
+    typeof lease.threadId !== "string" ||
+    typeof lease.workerId !== "string" ||
+    !Number.isSafeInteger(lease.token) ||
+    lease.token < 1
+  ) {
+    throw new InvalidConfigError("lease", `${operation}: pass a lease returned by claimLease() or renewLease() (with threadId, workerId and a positive integer token).`);
+  }
 }
 
 function requiredThreadId(config: RunnableConfig, operation: string): string {

@@ -7,8 +7,14 @@
  * script), MongoDB and DynamoDB (no multi-item transaction: write dependents first, the record that
  * makes them visible last) and stores with an item-size limit (core splits large values into chunks).
  *
+ * Two optional parts let several processes share one database: thread leases with fencing tokens
+ * ({@link StoreCapabilities.leases}, {@link LeaseFence}) and a status per thread kept on every root
+ * checkpoint ({@link StoreCapabilities.threadStatus}, {@link ThreadStatusRecord}).
+ *
  * @module
  */
+// For the JSDoc links below: stores throw it when a fenced write finds its lease gone.
+import type { LeaseLostError } from "./errors.js";
 
 /** A serialized value: the serializer's type tag and its bytes. */
 export interface SerializedValue {
@@ -150,6 +156,18 @@ export interface PutCheckpointRequest {
   blobs: BlobRecord[];
   /** Chunks referenced by the record or its blobs; insert-or-ignore. */
   chunks: ChunkRecord[];
+  /**
+   * Present only when the saver is bound to a lease (see {@link LeaseFence}): the checkpoint may
+   * become visible only if the thread's lease still carries this token, checked in the same atomic
+   * step as the commit point. Never present for a store without {@link StoreCapabilities.leases}.
+   */
+  fence?: LeaseFence;
+  /**
+   * Present only for a root-namespace checkpoint (`checkpointNs === ""`) on a store that declares
+   * {@link StoreCapabilities.threadStatus}: the thread's new status, to be stored with the checkpoint
+   * (see {@link ThreadStatusWrite} for the rules).
+   */
+  status?: ThreadStatusWrite;
 }
 
 /** What `putWrites` stores, for one task on one checkpoint. */
@@ -164,6 +182,19 @@ export interface PutWritesRequest extends ThreadScope {
    * retried task never changes what was recorded.
    */
   mode: "upsert" | "ignore";
+  /**
+   * Present only when the saver is bound to a lease: none of the writes may become visible unless the
+   * thread's lease still carries this token at the commit point (see {@link LeaseFence}).
+   */
+  fence?: LeaseFence;
+  /**
+   * Present only for writes on a root-namespace checkpoint that change the thread's status (an
+   * `ERROR`, `INTERRUPT` or `RESUME` write), on a store with {@link StoreCapabilities.threadStatus}:
+   * apply it as {@link CheckpointStore.patchThreadStatus} would, after the writes are stored, with
+   * `patch.checkpointId === request.checkpointId`. It never fails the call: when its condition does
+   * not hold (the thread's status describes another checkpoint), it is simply not applied.
+   */
+  status?: ThreadStatusPatch;
 }
 
 /** Options of `listCheckpoints`. Every field is optional; absent means "any". */
@@ -263,6 +294,22 @@ export interface StoreCapabilities {
    * would cost one call per link.
    */
   deltaRanges: boolean;
+  /**
+   * The store implements thread leases with fencing (default `false`): {@link CheckpointStore.claimLease},
+   * {@link CheckpointStore.renewLease}, {@link CheckpointStore.releaseLease},
+   * {@link CheckpointStore.getLease}, and it honours {@link PutCheckpointRequest.fence},
+   * {@link PutWritesRequest.fence} and {@link PatchThreadStatusRequest.fence} as {@link LeaseFence}
+   * says. Several workers may then share the database, each writing only the threads it holds.
+   */
+  leases: boolean;
+  /**
+   * The store keeps a status per thread (default `false`): it stores {@link PutCheckpointRequest.status}
+   * and {@link PutWritesRequest.status}, and implements {@link CheckpointStore.getThreadStatus},
+   * {@link CheckpointStore.listThreads} (through an index, never a scan) and
+   * {@link CheckpointStore.patchThreadStatus}. Only then does the saver track status and can a
+   * recovery runner find unfinished threads.
+   */
+  threadStatus: boolean;
 }
 
 /** Defaults for every capability a store does not declare. */
@@ -273,7 +320,214 @@ export const DEFAULT_CAPABILITIES: StoreCapabilities = Object.freeze({
   commandEvents: false,
   valueRefs: false,
   deltaRanges: false,
+  leases: false,
+  threadStatus: false,
 });
+
+// ---------------------------------------------------------------------------------------------------
+// Many workers: thread leases with fencing, and thread status.
+// ---------------------------------------------------------------------------------------------------
+
+/** What a worker asks for when it claims a thread. */
+export interface LeaseClaim {
+  threadId: string;
+  /** Who claims: any non-empty string that tells workers apart (host, pid and a random part). */
+  workerId: string;
+  /** How long the lease lasts without a renewal, in milliseconds (a positive integer). */
+  ttlMs: number;
+}
+
+/**
+ * A thread lease, as {@link CheckpointStore.claimLease} and {@link CheckpointStore.renewLease} return
+ * it. The token is the lease's identity: two leases of one thread never share a token.
+ */
+export interface Lease {
+  threadId: string;
+  workerId: string;
+  /**
+   * The fencing token: a positive safe integer, greater than every token handed out before for this
+   * thread, by any worker, across restarts of every process (it is stored, never derived from a clock),
+   * and across `deleteThread` (a store keeps the thread's lease record, or at least its last token,
+   * when the thread is deleted, so that a worker still holding a lease of the old thread cannot write
+   * into a new one of the same id).
+   */
+  token: number;
+  /**
+   * When the lease expires unless renewed, in milliseconds since the epoch, by the clock the store
+   * judges expiry with (the database's own where it has one: `now()` in PostgreSQL, `TIME` in Redis;
+   * the claiming process's clock otherwise). Expiry only decides when another worker may claim the
+   * thread; it never lets a write through (the token does that), so clock skew can make a takeover
+   * early or late but never lets two workers write one thread.
+   */
+  expiresAt: number;
+}
+
+/** A thread's lease record, as {@link CheckpointStore.getLease} reads it. */
+export interface LeaseState extends Lease {
+  /** The holder gave it up ({@link CheckpointStore.releaseLease}); its token stays the thread's last. */
+  released: boolean;
+}
+
+/**
+ * The condition a fenced write carries: the write may become visible only if, at its commit point,
+ * the thread's lease record still holds exactly this token and has not been released. When the
+ * condition fails, the store throws {@link LeaseLostError} (from `@resumable/core`'s errors) and none
+ * of the records the call carried (the checkpoint, a write, the status) ever becomes visible to any
+ * read: parts written before the commit point (blobs, chunks) may remain, invisible, as after a crash.
+ *
+ * Three properties must hold; each backend gets them from one native mechanism:
+ *
+ * 1. **Fencing**: once {@link CheckpointStore.claimLease} has returned token `T + 1`, no write fenced
+ *    with token `T` (or lower) can commit any more. The claim and the commit check are ordered by the
+ *    database: they read and write the same record under its own atomicity (a row lock, one key, one
+ *    item or document).
+ * 2. **Atomic check**: the check and the commit point are one atomic step, never a read followed by a
+ *    write (a worker paused between the two would write after the takeover).
+ * 3. **No loss**: a fenced write that resolved stays visible after any later claim; a takeover never
+ *    hides what a previous holder wrote while it held the thread.
+ *
+ * Mechanisms that satisfy them:
+ *
+ * - **SQL**: the same transaction as the write, with the lease row locked against a concurrent claim:
+ *   SQLite's `BEGIN IMMEDIATE` write lock, then `SELECT` the lease row first; PostgreSQL in the same
+ *   statement, a `fence AS (SELECT ... FROM leases WHERE thread_id = $1 AND token = $2 AND worker_id IS
+ *   NOT NULL FOR SHARE)` CTE that every insert of the statement is conditional on (`WHERE EXISTS
+ *   (SELECT 1 FROM fence)`), so a claim's `UPDATE` of that row waits for the write or the write sees
+ *   the new token.
+ * - **Redis**: the same Lua script as the write; it reads the lease hash (in the thread's hash slot)
+ *   before touching anything and returns an error without writing when the token differs.
+ * - **DynamoDB with transactions**: `TransactWriteItems` of a `ConditionCheck` on the thread's lease
+ *   item (`token = :t AND attribute_exists(worker)`) and the commit-point item(s); the parts go before,
+ *   unconditionally, as for an unfenced put.
+ * - **Without multi-item transactions (DynamoDB on an endpoint without them, MongoDB without a
+ *   replica set)**: make the lease record the commit point. Write the records tagged with the fence
+ *   (`{ token, op }`, `op` unique per call); a reader treats a tagged record as absent unless its `op`
+ *   is listed as committed in the thread's lease record (the reader fetches that record only when it
+ *   meets a tagged one). Then commit with one conditional update of the lease record
+ *   (`token = :t`, not released) that adds `op` to its committed list, with the status of
+ *   {@link PutCheckpointRequest.status} in the same update; if the condition fails, throw
+ *   {@link LeaseLostError} (the tagged records stay invisible, garbage for `deleteThread`). After the
+ *   commit, untag the records (unconditionally: they are committed) and drop `op` from the list (or
+ *   leave that to the next commit's update). The commit point is then conditional on the thread's
+ *   lease token, as the three properties ask, at two extra requests per fenced write and none per read
+ *   once the records are untagged.
+ */
+export interface LeaseFence {
+  token: number;
+  /** The holder, for error messages; the token alone decides. */
+  workerId: string;
+}
+
+/**
+ * Where a thread stands, from its latest root checkpoint and the writes on it.
+ *
+ * - `"pending"`: the checkpoint has tasks to run (a node is triggered, a `Send` is queued): a run is
+ *   in progress, or it stopped (crashed, was killed, timed out) before finishing; `invoke(null)`
+ *   continues it.
+ * - `"done"`: nothing left to run.
+ * - `"failed"`: a task of the checkpoint wrote an `ERROR` (its message is in `error`); `invoke(null)`
+ *   retries the failed tasks.
+ * - `"interrupted"`: a task called `interrupt()` (its values are in `interrupts`); it waits for a
+ *   person, and `Command({ resume })` answers it.
+ * - `"dead"`: a recovery runner gave up after too many attempts (`error` says why). Set only through
+ *   {@link CheckpointStore.patchThreadStatus}; a later checkpoint of the thread clears it.
+ */
+export type ThreadState = "pending" | "done" | "failed" | "interrupted" | "dead";
+
+/** Every {@link ThreadState}, in the order reports list them. */
+export const THREAD_STATES: readonly ThreadState[] = Object.freeze(["pending", "failed", "interrupted", "dead", "done"]);
+
+/**
+ * A thread's status as a store keeps it: one small record per thread, indexed by `(state, updatedAt,
+ * threadId)` so that {@link CheckpointStore.listThreads} reads only what it returns.
+ */
+export interface ThreadStatusRecord {
+  threadId: string;
+  state: ThreadState;
+  /** The root checkpoint this status describes (the thread's latest one). */
+  checkpointId: string;
+  /** Last activity (a root checkpoint, a status-changing write, an attempt), ms since the epoch. */
+  updatedAt: number;
+  /** For `"failed"` and `"dead"`: the last error's message (at most 4000 characters). */
+  error?: string;
+  /**
+   * For `"interrupted"`: the pending interrupts, by task id; each value is that task's list of
+   * `{ id, value }` as plain JSON. Stores keep it as data and merge patches into it by task id.
+   */
+  interrupts?: Record<string, unknown>;
+  /**
+   * Resumes started (by a recovery runner) since {@link checkpointId} was written: a new root
+   * checkpoint resets it to 0, so it counts attempts that made no progress.
+   */
+  attempts: number;
+  /** When the last attempt started, ms since the epoch. */
+  attemptedAt?: number;
+}
+
+/**
+ * The status a root checkpoint's put carries. The store writes it in the same atomic step as the
+ * checkpoint's commit point, replacing the record: `checkpointId` becomes the put's, `state`, `error`
+ * and `interrupts` become these (absent ones cleared), `attempts` becomes 0 and `attemptedAt` is
+ * cleared. Except: when the stored record names a checkpoint id greater than the put's (compared as
+ * strings, as checkpoint ids are), the stored record is kept, so a late put never moves a thread back.
+ *
+ * A store that cannot make the status part of the commit point (a separate item or document without a
+ * transaction) must never leave a status that says more than the data: it writes the record after
+ * the commit point, and also before it whenever the thread may currently be recorded as anything but
+ * `"pending"` (e.g. on the first put a process makes for a thread), as `"pending"` with the new
+ * `updatedAt`. A crash between the two then leaves the thread listed as pending, which recovery
+ * resumes (and finds done), never as done while work remains.
+ */
+export interface ThreadStatusWrite {
+  /** `"pending"` or `"done"` from the checkpoint; `"failed"`/`"interrupted"` when its writes came first. */
+  state: Exclude<ThreadState, "dead">;
+  error?: string;
+  interrupts?: Record<string, unknown>;
+  /** ms since the epoch. */
+  updatedAt: number;
+}
+
+/**
+ * A change to one thread's status, applied atomically and only when the stored record describes
+ * {@link checkpointId} (otherwise nothing changes). Absent fields stay as they are.
+ */
+export interface ThreadStatusPatch {
+  /** The condition: the stored record's `checkpointId` must equal this. */
+  checkpointId: string;
+  state?: ThreadState;
+  /** A string sets the error, `null` clears it. */
+  error?: string | null;
+  /**
+   * Merged into the stored interrupts by task id, as a JSON merge patch: a task's value replaces that
+   * task's entry, a `null` value removes it. `null` for the whole field clears every entry.
+   */
+  interrupts?: Record<string, unknown> | null;
+  /** Added to `attempts` (a runner's `1`). */
+  addAttempts?: number;
+  attemptedAt?: number;
+  /** The new `updatedAt`, ms since the epoch (moves the record in the index). */
+  updatedAt: number;
+}
+
+/** What {@link CheckpointStore.patchThreadStatus} applies. */
+export interface PatchThreadStatusRequest {
+  threadId: string;
+  patch: ThreadStatusPatch;
+  /** When present, the patch applies only under this lease, checked as {@link LeaseFence} says. */
+  fence?: LeaseFence;
+}
+
+/** Options of {@link CheckpointStore.listThreads}. */
+export interface ListThreadsQuery {
+  /** Only these states; absent means every state. Never empty. */
+  states?: ThreadState[];
+  /** Only threads whose `updatedAt` is strictly less than this (ms since the epoch). */
+  olderThan?: number;
+  /** Keyset paging: only threads after this position in the order `(updatedAt, threadId)`. */
+  after?: { updatedAt: number; threadId: string };
+  /** At most this many records (a positive integer; core asks for at most 1000). */
+  limit: number;
+}
 
 /**
  * The contract a backend implements. Records arrive serialized; ids are opaque strings that a store
@@ -336,8 +590,60 @@ export interface CheckpointStore {
    */
   getBlobs(scope: ThreadScope, keys: Array<{ channel: string; version: string }>): Promise<BlobRecord[]>;
 
-  /** Removes every checkpoint, blob, write and chunk of the thread, in every namespace. */
+  /**
+   * Removes every checkpoint, blob, write and chunk of the thread, in every namespace, and its status.
+   * Its lease record (its last fencing token) stays: see {@link Lease.token}.
+   */
   deleteThread(threadId: string): Promise<void>;
+
+  /**
+   * Claims the thread for a worker, for `ttlMs`. Succeeds, with a new token (the thread's last plus
+   * one; 1 for a thread never claimed), when the thread's lease is free: never claimed, released, or
+   * expired (`expiresAt <= now`), or already held by the same `workerId` (a re-claim fences off the
+   * worker's own older lease). Returns `undefined`, changing nothing, while another worker holds an
+   * unexpired lease. Atomic: of two concurrent claims at most one succeeds. The thread need not have
+   * any checkpoint. Only with {@link StoreCapabilities.leases}.
+   */
+  claimLease?(claim: LeaseClaim): Promise<Lease | undefined>;
+
+  /**
+   * Extends a lease to `now + ttlMs` (even an expired one, as long as nobody claimed the thread since)
+   * and returns it with its new `expiresAt`. Throws {@link LeaseLostError} when the thread's lease no
+   * longer carries `lease.token` or was released.
+   */
+  renewLease?(lease: Lease, ttlMs: number): Promise<Lease>;
+
+  /**
+   * Gives the lease up: the thread may be claimed at once, and writes fenced with this token fail from
+   * now on. The token stays the thread's last. Does nothing when the lease is no longer current.
+   */
+  releaseLease?(lease: Lease): Promise<void>;
+
+  /** The thread's lease record, or `undefined` when it was never claimed. */
+  getLease?(threadId: string): Promise<LeaseState | undefined>;
+
+  /** The thread's status, or `undefined` when it has none (no root checkpoint written since status was on). */
+  getThreadStatus?(threadId: string): Promise<ThreadStatusRecord | undefined>;
+
+  /**
+   * Thread statuses in the order `(updatedAt, threadId)` ascending (oldest activity first), filtered by
+   * {@link ListThreadsQuery}, at most `limit`. Served by an index on `(state, updatedAt, threadId)`:
+   * the cost grows with what is returned, never with the number of threads (SQL: one index range per
+   * state, each `LIMIT limit`, merged; Redis: a sorted set per state scored by `updatedAt`; DynamoDB:
+   * a GSI keyed by state, sorted by `updatedAt#threadId`; MongoDB: an index on
+   * `{ state: 1, updatedAt: 1, _id: 1 }`). An index that lags the records (a GSI, a second command on
+   * a Redis cluster) is acceptable if every returned record is read back consistently and a thread is
+   * never missing from the index of its current state.
+   */
+  listThreads?(query: ListThreadsQuery): Promise<ThreadStatusRecord[]>;
+
+  /**
+   * Applies a {@link ThreadStatusPatch} atomically (a read-modify-write of one record inside the
+   * database: a transaction, a script, a conditional update) and returns the updated record, or
+   * `undefined` when the thread has no status or its record describes another checkpoint. With
+   * `fence`, it is a fenced write: {@link LeaseLostError} and no change when the lease moved on.
+   */
+  patchThreadStatus?(request: PatchThreadStatusRequest): Promise<ThreadStatusRecord | undefined>;
 
   /** Registers a listener called after every database command (see {@link StoreCapabilities.commandEvents}). */
   instrument?(listener: StoreCommandListener | undefined): void;

@@ -326,6 +326,8 @@ export class SqliteStore implements CheckpointStore {
       commandEvents: true,
       valueRefs: true,
       deltaRanges: true,
+      leases: false,
+      threadStatus: false,
     };
   }
 
