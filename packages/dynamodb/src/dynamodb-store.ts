@@ -332,8 +332,8 @@ export class DynamoDBStore implements CheckpointStore {
       ...this.keyCondition(threadId, "#sk BETWEEN :lo AND :hi", { ":lo": checkpointPrefix(ns), ":hi": checkpointKey(ns, query.checkpointId) }, names),
       ProjectionExpression: ["#pk", "#sk", ...Object.keys(names)].join(", "),
       ScanIndexForward: false,
-      Limit: 100,
-    });
+      // A first page of 100 (most seeds are near), then pages of 1 MB (thousands of ancestors each).
+    }, 100);
     for await (const page of pages) {
       for (const item of await this.unspillAll(threadId, page.filter((i) => this.live(i)), "getHistory")) {
         const record = readCheckpoint(item);
@@ -353,8 +353,7 @@ export class DynamoDBStore implements CheckpointStore {
         chain.push(ancestor);
         next = ancestor.parentCheckpointId;
       }
-      const keys = added.flatMap((a) => [...unseeded].flatMap((ch) => (a.channelVersions[ch] === undefined ? [] : [key(threadId, blobKey(ns, ch, a.channelVersions[ch]!))])));
-      const found = new Map((await this.getBlobItems(threadId, keys, "getHistory")).map((b) => [`${b.channel}\u0000${b.version}`, b]));
+      const found = await this.ancestorBlobs(threadId, ns, added, [...unseeded]);
       for (const ancestor of added) {
         for (const channel of [...unseeded]) {
           const version = ancestor.channelVersions[channel];
@@ -410,6 +409,36 @@ export class DynamoDBStore implements CheckpointStore {
     }));
     const values = ancestors.flatMap((a) => [...a.blobs.map((b) => b.value), ...a.writes.map((w) => w.value)]);
     return { ancestors, chunks: await this.fetchChunks(threadId, referenced(values), "getHistory") };
+  }
+
+  /**
+   * The blobs of `channels` at the versions the ancestors reference, by `channel\0version`, nearest
+   * first. Up to 100 keys: one batch get. More (a long walk without a seed): one Query per channel
+   * over its version range reading only types, then the whole blob of each channel's nearest
+   * non-empty version, so that the requests do not grow with the walk.
+   */
+  private async ancestorBlobs(threadId: string, ns: string, ancestors: CheckpointRecord[], channels: string[]): Promise<Map<string, BlobRecord>> {
+    const versions = channels.map((channel) => ({ channel, versions: [...new Set(ancestors.flatMap((a) => (a.channelVersions[channel] === undefined ? [] : [a.channelVersions[channel]!])))] }));
+    const byKey = (blobs: BlobRecord[]) => new Map(blobs.map((b) => [`${b.channel}\u0000${b.version}`, b]));
+    if (versions.reduce((n, c) => n + c.versions.length, 0) <= 100) {
+      return byKey(await this.getBlobItems(threadId, versions.flatMap((c) => c.versions.map((v) => key(threadId, blobKey(ns, c.channel, v)))), "getHistory"));
+    }
+    const seeds = await Promise.all(
+      versions.map(async ({ channel, versions: list }) => {
+        if (list.length === 0) return [];
+        const sorted = [...list].sort(compareBytes);
+        const types = await this.db.queryAll("Query blob types", "getHistory", {
+          ...this.keyCondition(threadId, "#sk BETWEEN :lo AND :hi", { ":lo": blobKey(ns, channel, sorted[0]!), ":hi": blobKey(ns, channel, sorted[sorted.length - 1]!) }, { "#t": "vt", "#x": "x" }),
+          ProjectionExpression: "#sk, #t, #x",
+        });
+        // A spilled blob keeps its type in the spill; an empty one is never spilled.
+        const filled = new Set(types.filter((i) => i["x"] !== undefined || (i["vt"]?.S ?? "empty") !== "empty").map((i) => i[SK]!.S!));
+        // Nearest first: the first ancestor whose version of the channel holds a value is its seed.
+        const seed = ancestors.map((a) => a.channelVersions[channel]).find((v) => v !== undefined && filled.has(blobKey(ns, channel, v)));
+        return seed === undefined ? [] : [key(threadId, blobKey(ns, channel, seed))];
+      }),
+    );
+    return byKey(await this.getBlobItems(threadId, seeds.flat(), "getHistory"));
   }
 
   async getChunks(threadId: string, hashes: string[]): Promise<ChunkRecord[]> {

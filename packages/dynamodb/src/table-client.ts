@@ -93,14 +93,20 @@ export class TableClient {
     }
   }
 
-  /** Pages of a Query, following `LastEvaluatedKey`. */
-  async *query(name: string, operation: string, input: Omit<QueryCommandInput, "TableName">): AsyncGenerator<Item[]> {
+  /**
+   * Pages of a Query, following `LastEvaluatedKey`. With `firstLimit`, the first page holds at most
+   * that many items and later ones as many as DynamoDB returns (1 MB).
+   */
+  async *query(name: string, operation: string, input: Omit<QueryCommandInput, "TableName">, firstLimit?: number): AsyncGenerator<Item[]> {
     let start: Item | undefined;
+    let first = true;
     do {
+      const limit = first && firstLimit !== undefined ? { Limit: firstLimit } : {};
+      first = false;
       const out = await this.send<QueryCommandOutput>(
         name,
         operation,
-        new QueryCommand({ ...input, TableName: this.table, ...(start ? { ExclusiveStartKey: start } : {}) }),
+        new QueryCommand({ ...input, ...limit, TableName: this.table, ...(start ? { ExclusiveStartKey: start } : {}) }),
       );
       start = out.LastEvaluatedKey as Item | undefined;
       yield (out.Items ?? []) as Item[];

@@ -71,4 +71,38 @@ describe.each(EMULATORS)("requests to DynamoDB on %s", (emulator) => {
     expect(listed).toBe(4);
     expect(await measure("deleteThread", () => saver.deleteThread(thread))).toBeLessThanOrEqual(2 + 2 + Math.ceil((41 + 120 + 123) / 25));
   });
+
+  it("getDeltaChannelHistory walks hundreds of ancestors in the same few requests at any depth, and finds a seed far up", { timeout: 300_000 }, async () => {
+    const saver = new DynamoDBSaver(store);
+    const thread = threadId("deep");
+    // A channel with a version at every step and no value (as a DeltaChannel between snapshots), and
+    // one write to it per checkpoint.
+    let config = { configurable: { thread_id: thread, checkpoint_ns: "" } } as { configurable: Record<string, unknown> };
+    const configs: Array<typeof config> = [];
+    for (let i = 0; i < 260; i++) {
+      // "e" holds a value at step 5 only: its seed, 253 ancestors up from the last checkpoint.
+      const values = i === 5 ? { e: "seed" } : {};
+      config = (await saver.put(config, checkpoint(`cp-${String(i).padStart(4, "0")}`, { d: i + 1, e: i + 1 }, values), { source: "loop", step: i, parents: {} }, { d: i + 1, e: i + 1 })) as typeof config;
+      await saver.putWrites(config, [["d", i], ["e", i]], `task-${i}`);
+      configs.push(config);
+    }
+    const requests = async (depth: number) => {
+      counter.reset();
+      const history = await saver.getDeltaChannelHistory({ config: configs[depth]!, channels: ["d"] });
+      expect(history["d"]?.writes.map(([, , value]) => value)).toEqual(Array.from({ length: depth }, (_, i) => i));
+      expect(history["d"]?.seed).toBeUndefined();
+      return counter.total;
+    };
+    const shallow = await requests(150);
+    const deep = await requests(259);
+    measured["getDeltaChannelHistory (150 / 259 ancestors, no seed)"] = deep;
+    // Ancestors (a first page of 100, then 1 MB pages), a batch get of the first 100 versions, one
+    // Query of types for the rest, one Query of writes.
+    expect(deep).toBe(shallow);
+    expect(deep).toBeLessThanOrEqual(5);
+    const seeded = await saver.getDeltaChannelHistory({ config: configs[259]!, channels: ["e", "d"] });
+    expect(seeded["e"]?.seed).toBe("seed");
+    expect(seeded["e"]?.writes.map(([, , value]) => value)).toEqual(Array.from({ length: 259 - 5 }, (_, i) => i + 5));
+    expect(seeded["d"]?.writes).toHaveLength(259);
+  });
 });
