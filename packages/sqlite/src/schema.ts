@@ -109,6 +109,33 @@ export const MIGRATIONS: readonly Migration[] = [
       `ALTER TABLE resumable_chunks_v3 RENAME TO resumable_chunks`,
     ],
   },
+  {
+    // Many workers: a lease per thread (its fencing token only grows, and outlives deleteThread) and a
+    // status per thread, indexed by (state, updated_at, thread_id) so that listing unfinished threads
+    // reads only what it returns. Databases of earlier versions get empty tables: their threads have
+    // a status from their next root checkpoint on.
+    version: 4,
+    statements: [
+      `CREATE TABLE resumable_leases (
+        thread_id TEXT NOT NULL PRIMARY KEY,
+        token INTEGER NOT NULL,
+        worker_id TEXT NOT NULL,
+        expires_at INTEGER NOT NULL,
+        released INTEGER NOT NULL DEFAULT 0
+      ) WITHOUT ROWID`,
+      `CREATE TABLE resumable_threads (
+        thread_id TEXT NOT NULL PRIMARY KEY,
+        state TEXT NOT NULL,
+        checkpoint_id TEXT NOT NULL,
+        updated_at INTEGER NOT NULL,
+        error TEXT,
+        interrupts TEXT,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        attempted_at INTEGER
+      ) WITHOUT ROWID`,
+      `CREATE INDEX resumable_threads_state ON resumable_threads (state, updated_at, thread_id)`,
+    ],
+  },
 ];
 
 /** The schema version this package reads and writes. */

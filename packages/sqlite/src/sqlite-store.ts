@@ -6,12 +6,23 @@
 import {
   ID_RULES,
   InvalidConfigError,
+  LeaseLostError,
+  THREAD_STATES,
   StoreBusyError,
   StoreClosedError,
   StoreReadOnlyError,
   checkIdentifier,
   type IdentifierRule,
   StoreNotSetUpError,
+  type Lease,
+  type LeaseClaim,
+  type LeaseFence,
+  type LeaseState,
+  type ListThreadsQuery,
+  type PatchThreadStatusRequest,
+  type ThreadState,
+  type ThreadStatusPatch,
+  type ThreadStatusRecord,
   type BlobRecord,
   type CheckpointRecord,
   type CheckpointStore,
@@ -82,6 +93,8 @@ const MAX_BUSY_PAUSE_MS = 50;
 
 /** Guards the recursive history query against a corrupt parent chain that loops. */
 const MAX_HISTORY_DEPTH = 1_000_000;
+
+const STATUS_COLUMNS = "thread_id, state, checkpoint_id, updated_at, error, interrupts, attempts, attempted_at";
 
 const CHECKPOINT_COLUMNS = `c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint_type,
   c.checkpoint, c.checkpoint_chunk_ref, c.metadata_type, c.metadata, c.metadata_chunk_ref, c.metadata_json, c.channel_versions,
@@ -201,7 +214,68 @@ const SQL = {
   deleteBlobs: `DELETE FROM resumable_blobs WHERE thread_id = ?`,
   deleteWrites: `DELETE FROM resumable_writes WHERE thread_id = ?`,
   deleteChunks: `DELETE FROM resumable_chunks WHERE thread_id = ?`,
+  deleteStatus: `DELETE FROM resumable_threads WHERE thread_id = ?`,
+  lease: `SELECT token, worker_id, expires_at, released FROM resumable_leases WHERE thread_id = ?`,
+  // A free lease (never claimed, released, expired) or the same worker's: the token goes up by one.
+  claimLease: `INSERT INTO resumable_leases (thread_id, token, worker_id, expires_at, released) VALUES (@thread, 1, @worker, @expires, 0)
+    ON CONFLICT (thread_id) DO UPDATE SET token = token + 1, worker_id = excluded.worker_id, expires_at = excluded.expires_at, released = 0
+    WHERE released = 1 OR expires_at <= @now OR worker_id = excluded.worker_id
+    RETURNING token, worker_id, expires_at`,
+  renewLease: `UPDATE resumable_leases SET expires_at = @expires WHERE thread_id = @thread AND token = @token AND released = 0
+    RETURNING token, worker_id, expires_at`,
+  releaseLease: `UPDATE resumable_leases SET released = 1 WHERE thread_id = ? AND token = ?`,
+  // A root checkpoint's status replaces the record, unless the record names a later checkpoint.
+  putStatus: `INSERT INTO resumable_threads (thread_id, state, checkpoint_id, updated_at, error, interrupts, attempts, attempted_at)
+    VALUES (?, ?, ?, ?, ?, ?, 0, NULL)
+    ON CONFLICT (thread_id) DO UPDATE SET state = excluded.state, checkpoint_id = excluded.checkpoint_id, updated_at = excluded.updated_at,
+      error = excluded.error, interrupts = excluded.interrupts, attempts = 0, attempted_at = NULL
+    WHERE excluded.checkpoint_id >= resumable_threads.checkpoint_id`,
+  // A patch, in one statement: interrupts merge as a JSON merge patch keyed by task id.
+  patchStatus: `UPDATE resumable_threads SET
+      state = coalesce(@state, state),
+      error = CASE @errorMode WHEN 1 THEN @error WHEN 2 THEN NULL ELSE error END,
+      interrupts = CASE @interruptsMode WHEN 1 THEN nullif(json_patch(coalesce(interrupts, '{}'), @interrupts), '{}') WHEN 2 THEN NULL ELSE interrupts END,
+      attempts = attempts + @addAttempts,
+      attempted_at = coalesce(@attemptedAt, attempted_at),
+      updated_at = @updatedAt
+    WHERE thread_id = @thread AND checkpoint_id = @checkpoint
+    RETURNING ${STATUS_COLUMNS}`,
+  threadStatus: `SELECT ${STATUS_COLUMNS} FROM resumable_threads WHERE thread_id = ?`,
 } as const;
+
+/** One index range of resumable_threads_state: a state, after a position, before a time. */
+function statusRange(i: number, after: boolean, older: boolean): string {
+  return (
+    `SELECT * FROM (SELECT ${STATUS_COLUMNS} FROM resumable_threads WHERE state = @s${i}` +
+    (after ? ` AND updated_at >= @afterAt AND NOT (updated_at = @afterAt AND thread_id <= @afterThread)` : "") +
+    (older ? ` AND updated_at < @older` : "") +
+    ` ORDER BY updated_at, thread_id LIMIT @limit)`
+  );
+}
+
+/** listThreads: one bounded index range per state, merged; never a scan of the table. */
+function listThreadsSql(states: number, after: boolean, older: boolean): string {
+  const ranges = Array.from({ length: states }, (_, i) => statusRange(i, after, older));
+  return states === 1 ? ranges[0]! : `SELECT * FROM (${ranges.join(" UNION ALL ")}) ORDER BY updated_at, thread_id LIMIT @limit`;
+}
+
+interface StatusRow {
+  thread_id: string;
+  state: ThreadState;
+  checkpoint_id: string;
+  updated_at: number;
+  error: string | null;
+  interrupts: string | null;
+  attempts: number;
+  attempted_at: number | null;
+}
+
+interface LeaseRow {
+  token: number;
+  worker_id: string;
+  expires_at: number;
+  released?: number;
+}
 
 interface CheckpointRow {
   thread_id: string;
@@ -326,8 +400,8 @@ export class SqliteStore implements CheckpointStore {
       commandEvents: true,
       valueRefs: true,
       deltaRanges: true,
-      leases: false,
-      threadStatus: false,
+      leases: true,
+      threadStatus: true,
     };
   }
 
@@ -371,8 +445,11 @@ export class SqliteStore implements CheckpointStore {
     if (record.parentCheckpointId !== undefined) checkId(record.parentCheckpointId, "parent checkpoint_id", "putCheckpoint");
     for (const channel of Object.keys(record.channelVersions)) checkId(channel, "channel", "putCheckpoint");
     for (const blob of blobs) checkId(blob.channel, "channel", "putCheckpoint");
+    if (request.fence) checkFence(request.fence, "putCheckpoint");
     await this.ready();
     await this.write(() => {
+      // Under BEGIN IMMEDIATE's write lock: no claim can land between this check and the commit.
+      if (request.fence) this.checkLease(record.threadId, request.fence, "put");
       for (const chunk of chunks) this.insertChunk(record.threadId, chunk);
       for (const blob of blobs) {
         this.run("INSERT blob", SQL.insertBlob, (s) =>
@@ -406,6 +483,19 @@ export class SqliteStore implements CheckpointStore {
           record.deltaRoots ? JSON.stringify(record.deltaRoots) : null,
         ),
       );
+      const status = request.status;
+      if (status) {
+        this.run("UPSERT status", SQL.putStatus, (s) =>
+          s.run(
+            record.threadId,
+            status.state,
+            record.checkpointId,
+            status.updatedAt,
+            status.error ?? null,
+            status.interrupts && Object.keys(status.interrupts).length > 0 ? JSON.stringify(status.interrupts) : null,
+          ),
+        );
+      }
     });
   }
 
@@ -420,9 +510,11 @@ export class SqliteStore implements CheckpointStore {
       checkId(write.taskId, "task id", "putWrites");
       checkId(write.channel, "channel", "putWrites");
     }
+    if (request.fence) checkFence(request.fence, "putWrites");
     await this.ready();
     const [command, sql] = request.mode === "upsert" ? ["UPSERT write", SQL.upsertWrite] : ["INSERT write", SQL.insertWrite];
     await this.write(() => {
+      if (request.fence) this.checkLease(request.threadId, request.fence, "putWrites");
       for (const chunk of request.chunks) this.insertChunk(request.threadId, chunk);
       for (const write of request.writes) {
         this.run(command, sql, (s) =>
@@ -441,6 +533,7 @@ export class SqliteStore implements CheckpointStore {
           ),
         );
       }
+      if (request.status) this.patch(request.threadId, request.status);
     });
   }
 
@@ -642,6 +735,94 @@ export class SqliteStore implements CheckpointStore {
       this.run("DELETE blobs", SQL.deleteBlobs, (s) => s.run(threadId));
       this.run("DELETE writes", SQL.deleteWrites, (s) => s.run(threadId));
       this.run("DELETE chunks", SQL.deleteChunks, (s) => s.run(threadId));
+      // The lease row stays: its token must keep growing if the thread is created again.
+      this.run("DELETE status", SQL.deleteStatus, (s) => s.run(threadId));
+    });
+  }
+
+  /**
+   * Claims the thread in one statement under the write lock: an upsert that takes a free lease (never
+   * claimed, released, expired by this machine's clock) or the same worker's, and raises the token.
+   */
+  async claimLease(claim: LeaseClaim): Promise<Lease | undefined> {
+    checkId(claim.threadId, "thread_id", "claimLease");
+    checkIdentifier(claim.workerId, ID_RULES.workerId, "SqliteStore.claimLease()");
+    await this.ready();
+    return await this.write(() => {
+      const now = Date.now();
+      const row = this.run("CLAIM lease", SQL.claimLease, (s) =>
+        s.get({ thread: claim.threadId, worker: claim.workerId, expires: now + claim.ttlMs, now }),
+      ) as LeaseRow | undefined;
+      return row ? toLease(claim.threadId, row) : undefined;
+    });
+  }
+
+  async renewLease(lease: Lease, ttlMs: number): Promise<Lease> {
+    checkId(lease.threadId, "thread_id", "renewLease");
+    checkFence(lease, "renewLease");
+    await this.ready();
+    return await this.write(() => {
+      const row = this.run("RENEW lease", SQL.renewLease, (s) =>
+        s.get({ thread: lease.threadId, token: lease.token, expires: Date.now() + ttlMs }),
+      ) as LeaseRow | undefined;
+      if (!row) this.checkLease(lease.threadId, lease, "renewLease");
+      return toLease(lease.threadId, row!);
+    });
+  }
+
+  async releaseLease(lease: Lease): Promise<void> {
+    checkId(lease.threadId, "thread_id", "releaseLease");
+    checkFence(lease, "releaseLease");
+    await this.ready();
+    await this.write(() => {
+      this.run("RELEASE lease", SQL.releaseLease, (s) => s.run(lease.threadId, lease.token));
+    });
+  }
+
+  async getLease(threadId: string): Promise<LeaseState | undefined> {
+    checkId(threadId, "thread_id", "getLease");
+    await this.ready();
+    const row = this.run("SELECT lease", SQL.lease, (s) => s.get(threadId)) as LeaseRow | undefined;
+    return row ? { ...toLease(threadId, row), released: row.released === 1 } : undefined;
+  }
+
+  async getThreadStatus(threadId: string): Promise<ThreadStatusRecord | undefined> {
+    checkId(threadId, "thread_id", "getThreadStatus");
+    await this.ready();
+    const row = this.run("SELECT status", SQL.threadStatus, (s) => s.get(threadId)) as StatusRow | undefined;
+    return row ? toStatus(row) : undefined;
+  }
+
+  /**
+   * One statement: a `LIMIT`ed range of the `(state, updated_at, thread_id)` index per state, merged
+   * (see `listThreadsSql`), so the cost follows the page, not the table.
+   */
+  async listThreads(query: ListThreadsQuery): Promise<ThreadStatusRecord[]> {
+    const states = [...new Set(query.states ?? THREAD_STATES)];
+    if (states.length === 0) throw new InvalidConfigError("states", `SqliteStore.listThreads(): "states" is empty.`);
+    if (!Number.isInteger(query.limit) || query.limit < 1) {
+      throw new InvalidConfigError("limit", `SqliteStore.listThreads(): "limit" must be a positive integer, got ${String(query.limit)}.`);
+    }
+    const params: Record<string, unknown> = { limit: query.limit };
+    states.forEach((state, i) => (params[`s${i}`] = state));
+    if (query.after) {
+      params.afterAt = query.after.updatedAt;
+      params.afterThread = query.after.threadId;
+    }
+    if (query.olderThan !== undefined) params.older = query.olderThan;
+    await this.ready();
+    const sql = listThreadsSql(states.length, query.after !== undefined, query.olderThan !== undefined);
+    const rows = this.run("SELECT threads", sql, (s) => s.all(params)) as StatusRow[];
+    return rows.map(toStatus);
+  }
+
+  async patchThreadStatus(request: PatchThreadStatusRequest): Promise<ThreadStatusRecord | undefined> {
+    checkId(request.threadId, "thread_id", "patchThreadStatus");
+    if (request.fence) checkFence(request.fence, "patchThreadStatus");
+    await this.ready();
+    return await this.write(() => {
+      if (request.fence) this.checkLease(request.threadId, request.fence, "status change");
+      return this.patch(request.threadId, request.patch);
     });
   }
 
@@ -748,6 +929,32 @@ export class SqliteStore implements CheckpointStore {
       `its schema is at version ${current}, written by a newer @resumable/sqlite (this one knows version ${SCHEMA_VERSION}); ` +
         `upgrade @resumable/sqlite in this program`,
     );
+  }
+
+  /** Inside a write transaction: throws {@link LeaseLostError} unless the thread's lease still carries the fence's token. */
+  private checkLease(threadId: string, fence: LeaseFence, operation: string): void {
+    const row = this.run("SELECT lease", SQL.lease, (s) => s.get(threadId)) as LeaseRow | undefined;
+    if (row && row.token === fence.token && row.released === 0) return;
+    throw new LeaseLostError(threadId, fence.token, row ? { token: row.token, holder: row.released === 1 ? null : row.worker_id } : {}, operation);
+  }
+
+  /** Inside a write transaction: one UPDATE applying the patch when the record names its checkpoint. */
+  private patch(threadId: string, patch: ThreadStatusPatch): ThreadStatusRecord | undefined {
+    const row = this.run("UPDATE status", SQL.patchStatus, (s) =>
+      s.get({
+        thread: threadId,
+        checkpoint: patch.checkpointId,
+        state: patch.state ?? null,
+        errorMode: patch.error === undefined ? 0 : patch.error === null ? 2 : 1,
+        error: typeof patch.error === "string" ? patch.error : null,
+        interruptsMode: patch.interrupts === undefined ? 0 : patch.interrupts === null ? 2 : 1,
+        interrupts: patch.interrupts ? JSON.stringify(patch.interrupts) : null,
+        addAttempts: patch.addAttempts ?? 0,
+        attemptedAt: patch.attemptedAt ?? null,
+        updatedAt: patch.updatedAt,
+      }),
+    ) as StatusRow | undefined;
+    return row ? toStatus(row) : undefined;
   }
 
   /**
@@ -1088,6 +1295,30 @@ function groupWrites(rows: WriteRow[]): Map<string, WriteRecord[]> {
     else out.set(key, [toWrite(row)]);
   }
   return out;
+}
+
+function toLease(threadId: string, row: LeaseRow): Lease {
+  return { threadId, workerId: row.worker_id, token: Number(row.token), expiresAt: Number(row.expires_at) };
+}
+
+function toStatus(row: StatusRow): ThreadStatusRecord {
+  const record: ThreadStatusRecord = {
+    threadId: row.thread_id,
+    state: row.state,
+    checkpointId: row.checkpoint_id,
+    updatedAt: Number(row.updated_at),
+    attempts: Number(row.attempts),
+  };
+  if (row.error !== null) record.error = row.error;
+  if (row.interrupts !== null) record.interrupts = JSON.parse(row.interrupts) as Record<string, unknown>;
+  if (row.attempted_at !== null) record.attemptedAt = Number(row.attempted_at);
+  return record;
+}
+
+function checkFence(fence: LeaseFence, operation: string): void {
+  if (!Number.isSafeInteger(fence.token)) {
+    throw new InvalidConfigError("fence", `SqliteStore.${operation}(): the lease token must be a safe integer, got ${String(fence.token)}.`);
+  }
 }
 
 /** Which of core's id rules a field of a store call falls under. */
