@@ -12,6 +12,8 @@ export const TABLES = {
   blobs: "resumable_blobs",
   writes: "resumable_writes",
   chunks: "resumable_chunks",
+  leases: "resumable_leases",
+  threads: "resumable_threads",
 } as const;
 
 /** One migration: its version and the statements it runs, given the quoted schema name. */
@@ -89,6 +91,35 @@ export const MIGRATIONS: readonly Migration[] = [
       `ALTER TABLE ${s}.${TABLES.checkpoints} ADD COLUMN delta_roots jsonb`,
       `ALTER TABLE ${s}.${TABLES.blobs} ADD COLUMN refs jsonb`,
       `ALTER TABLE ${s}.${TABLES.writes} ADD COLUMN refs jsonb`,
+    ],
+  },
+  {
+    // Many workers: a lease per thread (times in ms since the epoch by the server's clock; the token
+    // only grows and the row outlives deleteThread) and a status per thread, indexed by
+    // (state, updated_at, thread_id) so that listing unfinished threads reads only what it returns.
+    // Schemas of earlier versions get empty tables: their threads have a status from their next root
+    // checkpoint on.
+    version: 3,
+    description: "thread leases, thread status",
+    statements: (s) => [
+      `CREATE TABLE ${s}.${TABLES.leases} (
+        thread_id text COLLATE "C" PRIMARY KEY,
+        token bigint NOT NULL,
+        worker_id text NOT NULL,
+        expires_at bigint NOT NULL,
+        released boolean NOT NULL DEFAULT false
+      )`,
+      `CREATE TABLE ${s}.${TABLES.threads} (
+        thread_id text COLLATE "C" PRIMARY KEY,
+        state text NOT NULL,
+        checkpoint_id text COLLATE "C" NOT NULL,
+        updated_at bigint NOT NULL,
+        error text,
+        interrupts jsonb,
+        attempts integer NOT NULL DEFAULT 0,
+        attempted_at bigint
+      )`,
+      `CREATE INDEX ${TABLES.threads}_state ON ${s}.${TABLES.threads} (state, updated_at, thread_id)`,
     ],
   },
 ];

@@ -5,6 +5,8 @@
  */
 import {
   InvalidConfigError,
+  LeaseLostError,
+  THREAD_STATES,
   StoreClosedError,
   StoreNotSetUpError,
   type BlobRecord,
@@ -15,7 +17,16 @@ import {
   type HistoryAncestor,
   type HistoryQuery,
   type HistoryResult,
+  type Lease,
+  type LeaseClaim,
+  type LeaseFence,
+  type LeaseState,
   type ListCheckpointsQuery,
+  type ListThreadsQuery,
+  type PatchThreadStatusRequest,
+  type ThreadState,
+  type ThreadStatusPatch,
+  type ThreadStatusRecord,
   type PutCheckpointRequest,
   type PutWritesRequest,
   type SerializedValue,
@@ -26,6 +37,7 @@ import {
   type WriteRecord,
 } from "@resumable/core";
 import { checkId, quoteIdentifier, translateError } from "./errors.js";
+import { ID_RULES, checkIdentifier } from "@resumable/core";
 import { ADVISORY_LOCK_CLASS, LATEST_VERSION, MIGRATIONS, TABLES } from "./migrations.js";
 import { DEFAULT_TIMEOUTS, createPool, type PostgresPool, type PostgresPoolOptions, type PostgresQueryable } from "./pool.js";
 
@@ -149,7 +161,7 @@ export class PostgresStore implements CheckpointStore {
   readonly schema: string;
   private ownsPool = false;
   private readonly pageSize: number;
-  private readonly t: { checkpoints: string; blobs: string; writes: string; chunks: string; migrations: string };
+  private readonly t: { checkpoints: string; blobs: string; writes: string; chunks: string; migrations: string; leases: string; threads: string };
   private readonly quotedSchema: string;
   private listener: StoreCommandListener | undefined;
   private closed = false;
@@ -168,6 +180,8 @@ export class PostgresStore implements CheckpointStore {
       writes: `${q}.${TABLES.writes}`,
       chunks: `${q}.${TABLES.chunks}`,
       migrations: `${q}.${TABLES.migrations}`,
+      leases: `${q}.${TABLES.leases}`,
+      threads: `${q}.${TABLES.threads}`,
     };
     this.pageSize = Math.max(1, Math.floor(options.pageSize ?? 50));
     this.capabilities = {
@@ -177,6 +191,8 @@ export class PostgresStore implements CheckpointStore {
       commandEvents: true,
       valueRefs: true,
       deltaRanges: true,
+      leases: true,
+      threadStatus: true,
     };
   }
 
@@ -302,6 +318,12 @@ export class PostgresStore implements CheckpointStore {
     return current;
   }
 
+  /**
+   * One statement: chunks, blobs, the status row (a root checkpoint's) and the checkpoint row, as
+   * data-modifying CTEs, so one round trip, atomic. With a fence, a `FOR SHARE` read of the lease row
+   * comes first and every insert is conditional on it, so a claim's `UPDATE` of that row either waits
+   * for this statement or makes it insert nothing.
+   */
   async putCheckpoint(request: PutCheckpointRequest): Promise<void> {
     this.check();
     const { record } = request;
@@ -316,8 +338,11 @@ export class PostgresStore implements CheckpointStore {
     const thread = p.add(record.threadId);
     const ns = p.add(record.checkpointNs);
     const ctes: string[] = [];
+    const fenced = request.fence !== undefined;
+    if (request.fence) ctes.push(this.fenceCte(p, thread, request.fence));
+    const guard = (source: string) => (fenced ? guarded(source) : source);
     const chunks = this.chunkValues(p, thread, request.chunks);
-    if (chunks) ctes.push(`chunks AS (INSERT INTO ${this.t.chunks} (thread_id, hash, idx, data) ${chunks} ON CONFLICT DO NOTHING)`);
+    if (chunks) ctes.push(`chunks AS (INSERT INTO ${this.t.chunks} (thread_id, hash, idx, data) ${guard(chunks)} ON CONFLICT DO NOTHING)`);
     const blobRows = dedupe(request.blobs, (b) => `${b.channel}\u0000${b.version}`, "first").map((blob) => {
       checkId(`channel name "${blob.channel}"`, blob.channel);
       checkId(`version of channel "${blob.channel}"`, blob.version);
@@ -327,27 +352,54 @@ export class PostgresStore implements CheckpointStore {
     if (blobRows.length > 0) {
       ctes.push(
         `blobs AS (INSERT INTO ${this.t.blobs} (thread_id, checkpoint_ns, channel, version, value_type, value_data, value_chunk, refs, base_version) ` +
-          `${rowSource(p, [thread, ns], ["text", "text", ...VALUE_TYPES, "text"], blobRows)} ON CONFLICT DO NOTHING)`,
+          `${guard(rowSource(p, [thread, ns], ["text", "text", ...VALUE_TYPES, "text"], blobRows))} ON CONFLICT DO NOTHING)`,
+      );
+    }
+    const checkpointId = p.add(record.checkpointId);
+    if (request.status) {
+      const { status } = request;
+      const interrupts = status.interrupts && Object.keys(status.interrupts).length > 0 ? JSON.stringify(status.interrupts) : null;
+      // Replaces the record unless it names a later checkpoint.
+      ctes.push(
+        `status AS (INSERT INTO ${this.t.threads} AS th (thread_id, state, checkpoint_id, updated_at, error, interrupts, attempts, attempted_at) ` +
+          `${guard(`VALUES (${thread}::text, ${p.add(status.state)}::text, ${checkpointId}::text, ${p.add(status.updatedAt)}::bigint, ${p.add(status.error ?? null)}::text, ${p.add(interrupts)}::jsonb, 0, NULL::bigint)`)} ` +
+          `ON CONFLICT (thread_id) DO UPDATE SET state = EXCLUDED.state, checkpoint_id = EXCLUDED.checkpoint_id, updated_at = EXCLUDED.updated_at, ` +
+          `error = EXCLUDED.error, interrupts = EXCLUDED.interrupts, attempts = 0, attempted_at = NULL ` +
+          `WHERE th.checkpoint_id <= EXCLUDED.checkpoint_id)`,
       );
     }
     const { json, raw } = storableMetadata(record.metadataJson);
-    const sql =
-      (ctes.length > 0 ? `WITH ${ctes.join(", ")} ` : "") +
+    const insert =
       `INSERT INTO ${this.t.checkpoints} (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, ` +
       `checkpoint_type, checkpoint_data, checkpoint_chunk, metadata_type, metadata_data, metadata_chunk, ` +
-      `metadata_json, metadata_json_raw, channel_versions, delta_roots) VALUES (${thread}, ${ns}, ${p.add(record.checkpointId)}, ` +
-      `${p.add(record.parentCheckpointId ?? null)}, ${valueParams(p, record.checkpoint)}, ${valueParams(p, record.metadata)}, ` +
-      `${p.add(json)}::jsonb, ${p.add(raw)}, ${p.add(JSON.stringify(record.channelVersions))}::jsonb, ` +
-      `${p.add(record.deltaRoots ? JSON.stringify(record.deltaRoots) : null)}::jsonb) ` +
-      `ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET ` +
+      `metadata_json, metadata_json_raw, channel_versions, delta_roots) ` +
+      guard(
+        `VALUES (${thread}::text, ${ns}::text, ${checkpointId}::text, ` +
+          `${p.add(record.parentCheckpointId ?? null)}::text, ${valueParams(p, record.checkpoint)}, ${valueParams(p, record.metadata)}, ` +
+          `${p.add(json)}::jsonb, ${p.add(raw)}::bytea, ${p.add(JSON.stringify(record.channelVersions))}::jsonb, ` +
+          `${p.add(record.deltaRoots ? JSON.stringify(record.deltaRoots) : null)}::jsonb)`,
+      ) +
+      ` ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET ` +
       `parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, checkpoint_type = EXCLUDED.checkpoint_type, ` +
       `checkpoint_data = EXCLUDED.checkpoint_data, checkpoint_chunk = EXCLUDED.checkpoint_chunk, ` +
       `metadata_type = EXCLUDED.metadata_type, metadata_data = EXCLUDED.metadata_data, metadata_chunk = EXCLUDED.metadata_chunk, ` +
       `metadata_json = EXCLUDED.metadata_json, metadata_json_raw = EXCLUDED.metadata_json_raw, channel_versions = EXCLUDED.channel_versions, ` +
       `delta_roots = EXCLUDED.delta_roots`;
-    await this.run("INSERT checkpoint", "putCheckpoint", sql, p.values);
+    if (!request.fence) {
+      const sql = (ctes.length > 0 ? `WITH ${ctes.join(", ")} ` : "") + insert;
+      await this.run("INSERT checkpoint", "putCheckpoint", sql, p.values);
+      return;
+    }
+    ctes.push(`cp AS (${insert} RETURNING 1)`);
+    const rows = await this.run<FenceRow>("INSERT checkpoint", "putCheckpoint", `WITH ${ctes.join(", ")} ${this.fenceResult(thread)}`, p.values);
+    this.checkFenceResult(record.threadId, request.fence, rows, "put");
   }
 
+  /**
+   * One statement: chunks, then the writes (`ON CONFLICT DO UPDATE` for `"upsert"`, `DO NOTHING` for
+   * `"ignore"`), the status patch of a special write, and, with a fence, the lease row read `FOR SHARE`
+   * that every part is conditional on.
+   */
   async putWrites(request: PutWritesRequest): Promise<void> {
     this.check();
     checkScope(request);
@@ -357,6 +409,10 @@ export class PostgresStore implements CheckpointStore {
     const thread = p.add(request.threadId);
     const ns = p.add(request.checkpointNs);
     const checkpointId = p.add(request.checkpointId);
+    const ctes: string[] = [];
+    const fenced = request.fence !== undefined;
+    if (request.fence) ctes.push(this.fenceCte(p, thread, request.fence));
+    const guard = (source: string) => (fenced ? guarded(source) : source);
     const chunks = this.chunkValues(p, thread, request.chunks);
     // One statement cannot upsert the same key twice: keep the write the mode says survives.
     const writes = dedupe(request.writes, (w) => `${w.taskId}\u0000${w.idx}`, request.mode === "upsert" ? "last" : "first");
@@ -366,23 +422,32 @@ export class PostgresStore implements CheckpointStore {
       checkId("task path", write.taskPath);
       return [write.taskId, write.idx, write.channel, ...valueCells(write.value), write.taskPath];
     });
-    const chunkInsert = chunks ? `INSERT INTO ${this.t.chunks} (thread_id, hash, idx, data) ${chunks} ON CONFLICT DO NOTHING` : "";
-    let sql: string;
-    if (rows.length === 0) {
-      sql = chunkInsert;
-    } else {
+    if (chunks) ctes.push(`chunks AS (INSERT INTO ${this.t.chunks} (thread_id, hash, idx, data) ${guard(chunks)} ON CONFLICT DO NOTHING)`);
+    if (request.status) ctes.push(`status AS (${this.patchSql(p, thread, request.status, fenced)})`);
+    let main: string | undefined;
+    if (rows.length > 0) {
       const onConflict =
         request.mode === "upsert"
           ? `ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET channel = EXCLUDED.channel, ` +
             `value_type = EXCLUDED.value_type, value_data = EXCLUDED.value_data, value_chunk = EXCLUDED.value_chunk, refs = EXCLUDED.refs, ` +
             `task_path = EXCLUDED.task_path`
           : "ON CONFLICT DO NOTHING";
-      sql =
-        (chunkInsert ? `WITH chunks AS (${chunkInsert}) ` : "") +
+      main =
         `INSERT INTO ${this.t.writes} (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, value_type, value_data, value_chunk, refs, task_path) ` +
-        `${rowSource(p, [thread, ns, checkpointId], ["text", "integer", "text", ...VALUE_TYPES, "text"], rows)} ${onConflict}`;
+        `${guard(rowSource(p, [thread, ns, checkpointId], ["text", "integer", "text", ...VALUE_TYPES, "text"], rows))} ${onConflict}`;
     }
-    await this.run("INSERT writes", "putWrites", sql, p.values);
+    if (request.fence) {
+      if (main) ctes.push(`w AS (${main})`);
+      const result = await this.run<FenceRow>("INSERT writes", "putWrites", `WITH ${ctes.join(", ")} ${this.fenceResult(thread)}`, p.values);
+      this.checkFenceResult(request.threadId, request.fence, result, "putWrites");
+      return;
+    }
+    if (!main) {
+      // Only chunks (and perhaps a status patch): the last CTE becomes the statement.
+      const last = ctes.pop()!;
+      main = last.slice(last.indexOf("(") + 1, -1);
+    }
+    await this.run("INSERT writes", "putWrites", (ctes.length > 0 ? `WITH ${ctes.join(", ")} ` : "") + main, p.values);
   }
 
   async getCheckpoint(scope: ThreadScope & { checkpointId?: string }): Promise<StoredCheckpoint | undefined> {
@@ -559,7 +624,10 @@ export class PostgresStore implements CheckpointStore {
     return rows.map(toBlob);
   }
 
-  /** Deletes the thread's rows from every table in one statement, hence one transaction. */
+  /**
+   * Deletes the thread's rows from every table in one statement, hence one transaction; its lease row
+   * stays, so that its fencing token keeps growing if the thread is created again.
+   */
   async deleteThread(threadId: string): Promise<void> {
     this.check();
     checkId("thread_id", threadId);
@@ -567,9 +635,125 @@ export class PostgresStore implements CheckpointStore {
       "DELETE thread",
       "deleteThread",
       `WITH w AS (DELETE FROM ${this.t.writes} WHERE thread_id = $1), b AS (DELETE FROM ${this.t.blobs} WHERE thread_id = $1), ` +
-        `ch AS (DELETE FROM ${this.t.chunks} WHERE thread_id = $1) DELETE FROM ${this.t.checkpoints} WHERE thread_id = $1`,
+        `ch AS (DELETE FROM ${this.t.chunks} WHERE thread_id = $1), st AS (DELETE FROM ${this.t.threads} WHERE thread_id = $1) ` +
+        `DELETE FROM ${this.t.checkpoints} WHERE thread_id = $1`,
       [threadId],
     );
+  }
+
+  /**
+   * One upsert: takes a free lease (never claimed, released, or expired by the server's clock) or the
+   * same worker's, raising the token; `ON CONFLICT` locks the row, so of concurrent claims one wins.
+   */
+  async claimLease(claim: LeaseClaim): Promise<Lease | undefined> {
+    this.check();
+    checkId("thread_id", claim.threadId);
+    checkIdentifier(claim.workerId, ID_RULES.workerId, "PostgresStore.claimLease()");
+    const rows = await this.run<LeaseRow>(
+      "CLAIM lease",
+      "claimLease",
+      `INSERT INTO ${this.t.leases} AS l (thread_id, token, worker_id, expires_at, released) VALUES ($1, 1, $2, ${NOW_MS} + $3::bigint, false) ` +
+        `ON CONFLICT (thread_id) DO UPDATE SET token = l.token + 1, worker_id = EXCLUDED.worker_id, expires_at = EXCLUDED.expires_at, released = false ` +
+        `WHERE l.released OR l.expires_at <= ${NOW_MS} OR l.worker_id = EXCLUDED.worker_id RETURNING token, worker_id, expires_at`,
+      [claim.threadId, claim.workerId, claim.ttlMs],
+    );
+    return rows[0] ? toLease(claim.threadId, rows[0]) : undefined;
+  }
+
+  async renewLease(lease: Lease, ttlMs: number): Promise<Lease> {
+    this.check();
+    checkId("thread_id", lease.threadId);
+    const rows = await this.run<LeaseRow & { current_token: string | null; current_worker: string | null; current_released: boolean | null }>(
+      "RENEW lease",
+      "renewLease",
+      `WITH u AS (UPDATE ${this.t.leases} SET expires_at = ${NOW_MS} + $3::bigint WHERE thread_id = $1 AND token = $2 AND NOT released ` +
+        `RETURNING token, worker_id, expires_at) ` +
+        `SELECT u.token, u.worker_id, u.expires_at, l.token AS current_token, l.worker_id AS current_worker, l.released AS current_released ` +
+        `FROM (SELECT 1) AS one LEFT JOIN u ON true LEFT JOIN ${this.t.leases} l ON l.thread_id = $1`,
+      [lease.threadId, lease.token, ttlMs],
+    );
+    const row = rows[0];
+    if (row?.token != null) return toLease(lease.threadId, row);
+    throw leaseLost(lease.threadId, lease, row?.current_token ?? null, row?.current_worker ?? null, row?.current_released ?? null, "renewLease");
+  }
+
+  async releaseLease(lease: Lease): Promise<void> {
+    this.check();
+    checkId("thread_id", lease.threadId);
+    await this.run("RELEASE lease", "releaseLease", `UPDATE ${this.t.leases} SET released = true WHERE thread_id = $1 AND token = $2`, [lease.threadId, lease.token]);
+  }
+
+  async getLease(threadId: string): Promise<LeaseState | undefined> {
+    this.check();
+    checkId("thread_id", threadId);
+    const rows = await this.run<LeaseRow & { released: boolean }>(
+      "SELECT lease",
+      "getLease",
+      `SELECT token, worker_id, expires_at, released FROM ${this.t.leases} WHERE thread_id = $1`,
+      [threadId],
+    );
+    return rows[0] ? { ...toLease(threadId, rows[0]), released: rows[0].released } : undefined;
+  }
+
+  async getThreadStatus(threadId: string): Promise<ThreadStatusRecord | undefined> {
+    this.check();
+    checkId("thread_id", threadId);
+    const rows = await this.run<StatusRow>("SELECT status", "getThreadStatus", `SELECT ${STATUS_COLUMNS} FROM ${this.t.threads} WHERE thread_id = $1`, [threadId]);
+    return rows[0] ? toStatus(rows[0]) : undefined;
+  }
+
+  /**
+   * One query: a `LIMIT`ed range of the `(state, updated_at, thread_id)` index per state (a row
+   * comparison after the cursor), merged; the cost follows the page, never the table.
+   */
+  async listThreads(query: ListThreadsQuery): Promise<ThreadStatusRecord[]> {
+    this.check();
+    const states = [...new Set(query.states ?? THREAD_STATES)];
+    if (states.length === 0) throw new InvalidConfigError("states", `PostgresStore.listThreads(): "states" is empty.`);
+    if (!Number.isInteger(query.limit) || query.limit < 1) {
+      throw new InvalidConfigError("limit", `PostgresStore.listThreads(): "limit" must be a positive integer, got ${String(query.limit)}.`);
+    }
+    const rows = await this.run<StatusRow>("SELECT threads", "listThreads", ...this.listThreadsQuery(states, query));
+    return rows.map(toStatus);
+  }
+
+  /** The statement {@link listThreads} runs, with its parameters (exposed for plan tests). */
+  listThreadsQuery(states: ThreadState[], query: Omit<ListThreadsQuery, "states">): [string, unknown[]] {
+    const p = new Params();
+    const limit = p.add(query.limit);
+    const after = query.after ? [p.add(query.after.updatedAt), p.add(query.after.threadId)] : undefined;
+    const older = query.olderThan !== undefined ? p.add(query.olderThan) : undefined;
+    const ranges = states.map(
+      (state) =>
+        `(SELECT ${STATUS_COLUMNS} FROM ${this.t.threads} WHERE state = ${p.add(state)}` +
+        (after ? ` AND (updated_at, thread_id) > (${after[0]}::bigint, ${after[1]}::text)` : "") +
+        (older ? ` AND updated_at < ${older}::bigint` : "") +
+        ` ORDER BY updated_at, thread_id LIMIT ${limit})`,
+    );
+    const sql = ranges.length === 1 ? ranges[0]! : `SELECT * FROM (${ranges.join(" UNION ALL ")}) AS r ORDER BY updated_at, thread_id LIMIT ${limit}`;
+    return [sql, p.values];
+  }
+
+  async patchThreadStatus(request: PatchThreadStatusRequest): Promise<ThreadStatusRecord | undefined> {
+    this.check();
+    checkId("thread_id", request.threadId);
+    checkId("checkpoint_id", request.patch.checkpointId);
+    const p = new Params();
+    const thread = p.add(request.threadId);
+    const ctes: string[] = [];
+    if (request.fence) ctes.push(this.fenceCte(p, thread, request.fence));
+    ctes.push(`status AS (${this.patchSql(p, thread, request.patch, request.fence !== undefined)} RETURNING ${STATUS_COLUMNS})`);
+    const rows = await this.run<FenceRow & Partial<StatusRow>>(
+      "UPDATE status",
+      "patchThreadStatus",
+      `WITH ${ctes.join(", ")} SELECT s.*${request.fence ? `, f.held, f.current_token, f.current_worker, f.current_released` : ""} ` +
+        `FROM (SELECT 1) AS one LEFT JOIN status s ON true` +
+        (request.fence ? ` CROSS JOIN (${this.fenceResult(thread)}) AS f` : ""),
+      p.values,
+    );
+    if (request.fence) this.checkFenceResult(request.threadId, request.fence, rows, "status change");
+    const row = rows[0];
+    return row?.thread_id ? toStatus(row as StatusRow) : undefined;
   }
 
   async close(): Promise<void> {
@@ -591,6 +775,49 @@ export class PostgresStore implements CheckpointStore {
     }
     this.listener?.({ command });
     return rows;
+  }
+
+  /** The lease row, read `FOR SHARE`: present only when it still carries the fence's token. */
+  private fenceCte(p: Params, thread: string, fence: LeaseFence): string {
+    if (!Number.isSafeInteger(fence.token)) throw new InvalidConfigError("fence", `PostgresStore: the lease token must be a safe integer, got ${String(fence.token)}.`);
+    return `fence AS (SELECT token FROM ${this.t.leases} WHERE thread_id = ${thread} AND token = ${p.add(fence.token)}::bigint AND NOT released FOR SHARE)`;
+  }
+
+  /** Whether the fence held, and the lease row as the statement saw it (for the error message). */
+  private fenceResult(thread: string): string {
+    return (
+      `SELECT (SELECT count(*) FROM fence)::int AS held, l.token AS current_token, l.worker_id AS current_worker, l.released AS current_released ` +
+      `FROM (SELECT 1) AS one LEFT JOIN ${this.t.leases} l ON l.thread_id = ${thread}`
+    );
+  }
+
+  private checkFenceResult(threadId: string, fence: LeaseFence, rows: FenceRow[], operation: string): void {
+    const row = rows[0];
+    if (row && row.held > 0) return;
+    throw leaseLost(threadId, fence, row?.current_token ?? null, row?.current_worker ?? null, row?.current_released ?? null, operation);
+  }
+
+  /** An UPDATE applying a status patch when the record names its checkpoint (conditional on the fence when `fenced`). */
+  private patchSql(p: Params, thread: string, patch: ThreadStatusPatch, fenced: boolean): string {
+    checkId("checkpoint_id", patch.checkpointId);
+    const sets = [`updated_at = ${p.add(patch.updatedAt)}::bigint`];
+    if (patch.state !== undefined) sets.push(`state = ${p.add(patch.state)}`);
+    if (patch.error === null) sets.push(`error = NULL`);
+    else if (patch.error !== undefined) sets.push(`error = ${p.add(patch.error)}`);
+    if (patch.interrupts === null) sets.push(`interrupts = NULL`);
+    else if (patch.interrupts !== undefined) {
+      // A JSON merge patch by task id: a task's value replaces its entry, a null removes it.
+      const merge = p.add(JSON.stringify(patch.interrupts));
+      sets.push(
+        `interrupts = NULLIF((COALESCE(interrupts, '{}'::jsonb) || ${merge}::jsonb) - ARRAY(SELECT key FROM jsonb_each(${merge}::jsonb) WHERE value = 'null'::jsonb), '{}'::jsonb)`,
+      );
+    }
+    if (patch.addAttempts !== undefined) sets.push(`attempts = attempts + ${p.add(patch.addAttempts)}::integer`);
+    if (patch.attemptedAt !== undefined) sets.push(`attempted_at = ${p.add(patch.attemptedAt)}::bigint`);
+    return (
+      `UPDATE ${this.t.threads} SET ${sets.join(", ")} WHERE thread_id = ${thread} AND checkpoint_id = ${p.add(patch.checkpointId)}` +
+      (fenced ? ` AND EXISTS (SELECT 1 FROM fence)` : "")
+    );
   }
 
   private chunkValues(p: Params, thread: string, chunks: ChunkRecord[]): string | undefined {
@@ -657,6 +884,67 @@ function piecesCte(chunks: string, thread: string, extra: string[] = []): string
   );
 }
 
+/** The server's clock in ms since the epoch: lease expiry is judged by it, whatever the workers' clocks say. */
+const NOW_MS = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
+
+const STATUS_COLUMNS = "thread_id, state, checkpoint_id, updated_at, error, interrupts, attempts, attempted_at";
+
+/** An INSERT's row source made conditional on the `fence` CTE. */
+function guarded(source: string): string {
+  return `SELECT * FROM (${source}) AS g WHERE EXISTS (SELECT 1 FROM fence)`;
+}
+
+interface FenceRow {
+  held: number;
+  current_token: string | null;
+  current_worker: string | null;
+  current_released: boolean | null;
+}
+
+interface LeaseRow {
+  token: string | number;
+  worker_id: string;
+  expires_at: string | number;
+}
+
+interface StatusRow {
+  thread_id: string;
+  state: ThreadState;
+  checkpoint_id: string;
+  updated_at: string | number;
+  error: string | null;
+  interrupts: Record<string, unknown> | null;
+  attempts: number;
+  attempted_at: string | number | null;
+}
+
+function toLease(threadId: string, row: LeaseRow): Lease {
+  return { threadId, workerId: row.worker_id, token: Number(row.token), expiresAt: Number(row.expires_at) };
+}
+
+function toStatus(row: StatusRow): ThreadStatusRecord {
+  const record: ThreadStatusRecord = {
+    threadId: row.thread_id,
+    state: row.state,
+    checkpointId: row.checkpoint_id,
+    updatedAt: Number(row.updated_at),
+    attempts: Number(row.attempts),
+  };
+  if (row.error !== null) record.error = row.error;
+  if (row.interrupts !== null) record.interrupts = row.interrupts;
+  if (row.attempted_at !== null) record.attemptedAt = Number(row.attempted_at);
+  return record;
+}
+
+/** The error for a refused fenced call, from the lease row the statement saw. */
+function leaseLost(threadId: string, fence: LeaseFence, token: string | null, worker: string | null, released: boolean | null, operation: string): LeaseLostError {
+  if (token === null) return new LeaseLostError(threadId, fence.token, {}, operation);
+  const current = Number(token);
+  // The statement's snapshot may predate a claim it then waited for: say only what is certain.
+  if (current === fence.token && !released) return new LeaseLostError(threadId, fence.token, undefined, operation);
+  return new LeaseLostError(threadId, fence.token, { token: current, holder: released ? null : worker }, operation);
+}
+
 function timeoutOption(value: unknown, name: string, fallback: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > 2 ** 31 - 1) {
@@ -681,7 +969,7 @@ function dedupe<T>(items: T[], key: (item: T) => string, keep: "first" | "last")
 
 /** `type, data, chunk` placeholders of a serialized value. */
 function valueParams(p: Params, value: SerializedValue): string {
-  return `${p.add(value.type)}, ${p.add(buffer(value.data))}, ${p.add(value.chunkRef ? JSON.stringify(value.chunkRef) : null)}::jsonb`;
+  return `${p.add(value.type)}::text, ${p.add(buffer(value.data))}::bytea, ${p.add(value.chunkRef ? JSON.stringify(value.chunkRef) : null)}::jsonb`;
 }
 
 /** pg sends a Buffer as a binary parameter; a plain Uint8Array would be sent as text. */
