@@ -37,6 +37,15 @@ export function threadBase(prefix: string, threadId: string): string {
 export const indexKey = (prefix: string): string => `${prefix}threads`;
 export const layoutKey = (prefix: string): string => `${prefix}layout`;
 
+/**
+ * The status index's base key: `<base>:<state>` are sorted sets of one fixed hash tag (so one slot in
+ * a Cluster). The tag holds a `:`, which escaped ids never do, so it can never be a thread's tag.
+ */
+export const statusIndexSuffix = (prefix: string): string => `{${prefix}:status}`;
+export const statusIndexKey = (prefix: string): string => `${prefix}${statusIndexSuffix(prefix)}`;
+/** A member of a status index: the thread id and the record's updatedAt (equal scores order by thread id). */
+export const statusMember = (threadId: string, updatedAt: string): string => `${threadId}\u0000${updatedAt}`;
+
 /** A member of the thread index: the thread id and the token its `B:m` hash holds. */
 export const indexMember = (threadId: string, token: string): string => `${threadId}\u0000${token}`;
 

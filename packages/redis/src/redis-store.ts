@@ -9,6 +9,8 @@ import { randomBytes } from "node:crypto";
 import {
   ID_RULES,
   InvalidConfigError,
+  LeaseLostError,
+  THREAD_STATES,
   StoreClosedError,
   StoreNotSetUpError,
   checkIdentifier,
@@ -19,7 +21,17 @@ import {
   type HistoryQuery,
   type HistoryResult,
   type IdentifierRule,
+  type Lease,
+  type LeaseClaim,
+  type LeaseFence,
+  type LeaseState,
   type ListCheckpointsQuery,
+  type ListThreadsQuery,
+  type PatchThreadStatusRequest,
+  type ThreadState,
+  type ThreadStatusPatch,
+  type ThreadStatusRecord,
+  type ThreadStatusWrite,
   type PutCheckpointRequest,
   type PutWritesRequest,
   type StoreCapabilities,
@@ -45,6 +57,9 @@ import {
   readChunks,
   readRecord,
   readWrite,
+  statusIndexKey,
+  statusIndexSuffix,
+  statusMember,
   threadBase,
 } from "./keys.js";
 import { SCRIPTS, type LuaScript } from "./lua.js";
@@ -101,6 +116,14 @@ const SCAN_BUDGET = 2000;
 /** Threads whose index state the store remembers (first put of a thread pays one more command). */
 const REMEMBERED_THREADS = 10_000;
 const THREAD_PAGE = 100;
+/** Status-index entries younger than this are left alone by pruneThreadIndex (a status change may be in flight). */
+const DEFAULT_PRUNE_GRACE_MS = 10 * 60_000;
+
+/** A status-index entry: the state's sorted set and the record's updatedAt as the member carries it. */
+interface IndexEntry {
+  state: string;
+  u: string;
+}
 
 type Arg = string | Buffer | number;
 
@@ -131,6 +154,12 @@ export class RedisStore implements CheckpointStore {
   private readonly indexed = new Map<string, boolean>();
   private listener: StoreCommandListener | undefined;
   private closed = false;
+  /**
+   * A Cluster (an ioredis `Cluster`, or a server whose INFO says `cluster_enabled:1`): the status index
+   * is another slot than the thread, so it is moved by commands around each status-changing script
+   * instead of inside it (see {@link RedisStore.putCheckpoint}).
+   */
+  private cluster: boolean;
 
   /** @param client An ioredis `Redis` or `Cluster` (left open by `close()`: the caller owns it). */
   constructor(client: RedisClient, options: RedisStoreOptions = {}) {
@@ -151,8 +180,11 @@ export class RedisStore implements CheckpointStore {
       commandEvents: true,
       valueRefs: true,
       deltaRanges: true,
+      leases: true,
+      threadStatus: true,
     };
     this.capabilities = capabilities;
+    this.cluster = typeof (client as { nodes?: unknown }).nodes === "function";
   }
 
   /**
@@ -180,6 +212,7 @@ export class RedisStore implements CheckpointStore {
     if (version !== undefined && Number(version) < 6) {
       throw new StoreNotSetUpError(STORE_NAME, `the server is Redis ${/redis_version:(\S+)/.exec(info)?.[1]}; this store needs Redis 6 or newer (or Valkey)`);
     }
+    if (/cluster_enabled:1/.test(info)) this.cluster = true;
     const policy = /maxmemory_policy:(\S+)/.exec(info)?.[1];
     if (this.checkEviction && policy && (policy.startsWith("allkeys-") || (policy.startsWith("volatile-") && this.ttlMs > 0))) {
       throw new InvalidConfigError(
@@ -204,6 +237,12 @@ export class RedisStore implements CheckpointStore {
     }
   }
 
+  /**
+   * One script: the fence (when the saver holds a lease) is read first, then chunks, blobs, the record
+   * and a root checkpoint's status are written, so a refused put writes nothing. On a standalone server
+   * the same script moves the thread in the status index; on a Cluster the store adds the new index
+   * entry before the script and removes the old one after it (see {@link RedisStore.listThreads}).
+   */
   async putCheckpoint(request: PutCheckpointRequest): Promise<void> {
     this.check();
     const { record } = request;
@@ -214,6 +253,7 @@ export class RedisStore implements CheckpointStore {
       check("channel", channel, ID_RULES.channel);
       check(`version of channel "${channel}"`, version, ID_RULES.version);
     }
+    const fence = fenceArg(request.fence);
     const args: Arg[] = [encodeComponent(record.checkpointNs), record.checkpointId, packRecord(record), ...chunkArgs(request.chunks), request.blobs.length];
     for (const blob of request.blobs) {
       check("channel", blob.channel, ID_RULES.channel);
@@ -221,29 +261,50 @@ export class RedisStore implements CheckpointStore {
       args.push(blob.channel, blob.version, packBlob(blob));
     }
     const threadId = record.threadId;
-    const put = (mode: "check" | "mark", token: string) =>
-      this.script("putCheckpoint", SCRIPTS.putCheckpoint, threadId, [mode, token, this.ttlMs, ...args]);
+    const status = request.status && record.checkpointNs === "" ? request.status : undefined;
+    args.push(...putStatusArgs(threadId, status));
+    const entry: IndexEntry | undefined = status ? { state: status.state, u: timeArg(status.updatedAt, "status updatedAt") } : undefined;
+    const pre = this.cluster && entry ? [entry] : [];
+    if (pre.length > 0) await this.moveIndex("putCheckpoint", threadId, [], pre);
+    const put = async (mode: "check" | "mark", token: string) =>
+      (await this.script("putCheckpoint", SCRIPTS.putCheckpoint, threadId, [fence, mode, token, this.ttlMs, ...args], this.statusKeys())) as Reply;
     let token = "";
-    let result = this.indexed.get(threadId) === false ? 0 : Number(await put("check", ""));
-    if (result === 0) {
+    let reply: Reply = this.indexed.get(threadId) === false ? [0] : await put("check", "");
+    if (Number(reply[0]) === 0) {
       // Indexed before it becomes visible: a crash in between leaves an index entry without a
       // thread (skipped by list), never a thread that list() across threads cannot find.
       token = `${Date.now().toString(36)}.${randomBytes(6).toString("hex")}`;
       await this.command("putCheckpoint", "ZADD threads", ["ZADD", indexKey(this.keyPrefix), "0", indexMember(threadId, token)]);
-      result = Number(await put("mark", token));
+      reply = await put("mark", token);
+    }
+    const result = Number(reply[0]);
+    if (result === -1) {
+      // Refused: nothing of the put was written; what this call added to the indexes goes too.
+      if (token) await this.command("putCheckpoint", "ZREM threads", ["ZREM", indexKey(this.keyPrefix), indexMember(threadId, token)]);
+      if (pre.length > 0) await this.settleIndex("putCheckpoint", threadId, pre, undefined, await this.currentEntry(threadId));
+      throw leaseLost(threadId, request.fence!, reply, "put");
     }
     if (result === 2) {
       // Another process indexed the thread meanwhile; its entry stays, ours goes.
       await this.command("putCheckpoint", "ZREM threads", ["ZREM", indexKey(this.keyPrefix), indexMember(threadId, token)]);
     }
     this.remember(threadId, true);
+    if (pre.length > 0) {
+      const applied = Number(reply[1]) === 1;
+      await this.settleIndex("putCheckpoint", threadId, pre, applied ? entry : undefined, entryOf(reply[2], reply[3]));
+    }
   }
 
+  /**
+   * One script: the fence first, then chunks, the writes, and the status change of an `ERROR`,
+   * `INTERRUPT` or `RESUME` write on a root checkpoint (moved in the status index as for a put).
+   */
   async putWrites(request: PutWritesRequest): Promise<void> {
     this.check();
     checkScope(request);
     check("checkpoint_id", request.checkpointId, ID_RULES.checkpointId);
-    const args: Arg[] = [this.ttlMs, request.mode, encodeComponent(request.checkpointNs), request.checkpointId, ...chunkArgs(request.chunks), request.writes.length];
+    const fence = fenceArg(request.fence);
+    const args: Arg[] = [fence, this.ttlMs, request.mode, encodeComponent(request.checkpointNs), request.checkpointId, ...chunkArgs(request.chunks), request.writes.length];
     for (const write of request.writes) {
       check("taskId", write.taskId, ID_RULES.taskId);
       check("channel", write.channel, ID_RULES.channel);
@@ -251,7 +312,14 @@ export class RedisStore implements CheckpointStore {
       if (!Number.isInteger(write.idx)) throw new InvalidConfigError("idx", `${STORE_NAME}: write idx must be an integer, got ${String(write.idx)}.`);
       args.push(write.taskId, String(write.idx), packWrite(write));
     }
-    await this.script("putWrites", SCRIPTS.putWrites, request.threadId, args);
+    const patch = request.status && request.checkpointNs === "" ? request.status : undefined;
+    if (patch) {
+      check("status checkpoint_id", patch.checkpointId, ID_RULES.checkpointId);
+      args.push("1", ...patchArgs(request.threadId, patch));
+    } else {
+      args.push("0");
+    }
+    await this.patched("putWrites", request.threadId, patch, request.fence, "putWrites", (keys) => this.script("putWrites", SCRIPTS.putWrites, request.threadId, args, keys));
   }
 
   async getCheckpoint(scope: ThreadScope & { checkpointId?: string }): Promise<StoredCheckpoint | undefined> {
@@ -351,13 +419,160 @@ export class RedisStore implements CheckpointStore {
     return ((await this.script("getBlobs", SCRIPTS.getBlobs, scope.threadId, args)) as Buffer[]).map(readBlob);
   }
 
-  /** Deletes every key of the thread in one script, then its entry in the thread index. */
+  /**
+   * Deletes every key of the thread but its lease (so its fencing token keeps growing) in one script,
+   * status included (and its status-index entry, in the same script on a standalone server), then its
+   * entry in the thread index (and, on a Cluster, in the status index).
+   */
   async deleteThread(threadId: string): Promise<void> {
     this.check();
     check("thread_id", threadId, ID_RULES.threadId);
-    const token = (await this.script("deleteThread", SCRIPTS.deleteThread, threadId, [])) as Buffer | null;
+    const reply = (await this.script("deleteThread", SCRIPTS.deleteThread, threadId, [threadId], this.statusKeys())) as Buffer[];
     this.remember(threadId, false);
-    if (token) await this.command("deleteThread", "ZREM threads", ["ZREM", indexKey(this.keyPrefix), indexMember(threadId, token.toString("utf8"))]);
+    const token = text(reply[0]);
+    const status = entryOf(reply[1], reply[2]);
+    await Promise.all([
+      token ? this.command("deleteThread", "ZREM threads", ["ZREM", indexKey(this.keyPrefix), indexMember(threadId, token)]) : undefined,
+      this.cluster && status ? this.moveIndex("deleteThread", threadId, [status], []) : undefined,
+    ]);
+  }
+
+  /**
+   * One script on the thread's lease hash (`B:l`, the thread's slot), judged by the server's clock
+   * (`TIME`): a free lease (never claimed, released, expired) or the worker's own is taken with the
+   * thread's last token plus one.
+   */
+  async claimLease(claim: LeaseClaim): Promise<Lease | undefined> {
+    this.check();
+    check("thread_id", claim.threadId, ID_RULES.threadId);
+    check("workerId", claim.workerId, ID_RULES.workerId);
+    const ttl = ttlArg(claim.ttlMs, "claimLease");
+    const reply = (await this.script("claimLease", SCRIPTS.claimLease, claim.threadId, [claim.workerId, ttl])) as Buffer[] | null;
+    if (!reply) return undefined;
+    return { threadId: claim.threadId, workerId: claim.workerId, token: Number(text(reply[0])), expiresAt: Number(text(reply[1])) };
+  }
+
+  /** One script: extends the lease to the server's `TIME` plus `ttlMs` while it still carries the token. */
+  async renewLease(lease: Lease, ttlMs: number): Promise<Lease> {
+    this.check();
+    check("thread_id", lease.threadId, ID_RULES.threadId);
+    const token = fenceArg(lease);
+    const reply = (await this.script("renewLease", SCRIPTS.renewLease, lease.threadId, [token, ttlArg(ttlMs, "renewLease")])) as Reply;
+    if (Number(reply[0]) === -1) throw leaseLost(lease.threadId, lease, reply, "renewLease");
+    return { threadId: lease.threadId, workerId: text(reply[1]), token: lease.token, expiresAt: Number(text(reply[2])) };
+  }
+
+  /** One script: marks the lease released if it is still the thread's current one; the token stays. */
+  async releaseLease(lease: Lease): Promise<void> {
+    this.check();
+    check("thread_id", lease.threadId, ID_RULES.threadId);
+    await this.script("releaseLease", SCRIPTS.releaseLease, lease.threadId, [fenceArg(lease)]);
+  }
+
+  /** One HMGET of the lease hash. */
+  async getLease(threadId: string): Promise<LeaseState | undefined> {
+    this.check();
+    check("thread_id", threadId, ID_RULES.threadId);
+    const [token, worker, expires, released] = (await this.command("getLease", "HMGET lease", ["HMGET", `${threadBase(this.keyPrefix, threadId)}:l`, "t", "w", "e", "r"])) as Array<Buffer | null>;
+    if (!token) return undefined;
+    return { threadId, workerId: text(worker), token: Number(text(token)), expiresAt: Number(text(expires)), released: text(released) === "1" };
+  }
+
+  /** One HGETALL of the status hash. */
+  async getThreadStatus(threadId: string): Promise<ThreadStatusRecord | undefined> {
+    this.check();
+    check("thread_id", threadId, ID_RULES.threadId);
+    const fields = (await this.command("getThreadStatus", "HGETALL status", ["HGETALL", `${threadBase(this.keyPrefix, threadId)}:s`])) as Buffer[];
+    return toStatus(threadId, fields);
+  }
+
+  /**
+   * Pages through the status index: per state one `ZRANGEBYSCORE … LIMIT` of at most `limit` entries
+   * after the cursor, merged in `(updatedAt, thread id)` order, each entry read back and returned only
+   * when the thread's record still says that state and time.
+   *
+   * - Standalone: one script does all of it (index ranges and records), and removes the entries of
+   *   threads that expired (`ttlSeconds`). One round trip.
+   * - Cluster: the index is one slot and each record lives in its thread's slot, so one script reads
+   *   the index, then the records are read with one HGETALL each, sent together. Entries that no longer
+   *   match (a status change in flight, or a crash between a status change and its index move) are
+   *   skipped, never returned; {@link RedisStore.pruneThreadIndex} removes the ones left behind.
+   */
+  async listThreads(query: ListThreadsQuery): Promise<ThreadStatusRecord[]> {
+    this.check();
+    const states = [...new Set(query.states ?? THREAD_STATES)];
+    if (states.length === 0) throw new InvalidConfigError("states", `${STORE_NAME}.listThreads(): "states" is empty.`);
+    for (const state of states) {
+      if (!THREAD_STATES.includes(state)) throw new InvalidConfigError("states", `${STORE_NAME}.listThreads(): unknown state ${JSON.stringify(state)}.`);
+    }
+    if (!Number.isInteger(query.limit) || query.limit < 1) {
+      throw new InvalidConfigError("limit", `${STORE_NAME}.listThreads(): "limit" must be a positive integer, got ${String(query.limit)}.`);
+    }
+    const older = query.olderThan === undefined ? "" : timeArg(query.olderThan, "olderThan");
+    let cursor: [string, string] = query.after ? [timeArg(query.after.updatedAt, "after.updatedAt"), query.after.threadId] : ["", ""];
+    const out: ThreadStatusRecord[] = [];
+    for (;;) {
+      const reply = (await this.command("listThreads", `EVALSHA ${SCRIPTS.listStatus.name}`, [
+        "EVALSHA",
+        SCRIPTS.listStatus.sha,
+        1,
+        statusIndexKey(this.keyPrefix),
+        query.limit - out.length,
+        older,
+        ...cursor,
+        this.cluster ? "0" : "1",
+        statusIndexSuffix(this.keyPrefix),
+        ...states,
+      ]).catch((error: unknown) => this.noScript(error, SCRIPTS.listStatus, () => this.command("listThreads", `EVAL ${SCRIPTS.listStatus.name}`, [
+        "EVAL",
+        SCRIPTS.listStatus.lua,
+        1,
+        statusIndexKey(this.keyPrefix),
+        query.limit - out.length,
+        older,
+        ...cursor,
+        this.cluster ? "0" : "1",
+        statusIndexSuffix(this.keyPrefix),
+        ...states,
+      ])))) as [number, Array<[Buffer, Buffer, Buffer, Buffer[]?]>];
+      const entries = reply[1].map(([state, score, member, fields]) => {
+        const m = text(member);
+        return { state: text(state), score: Number(text(score)), threadId: m.slice(0, m.indexOf("\u0000")), scoreText: text(score), fields };
+      });
+      if (!this.cluster) {
+        for (const e of entries) {
+          const record = toStatus(e.threadId, e.fields ?? []);
+          if (record) out.push(record);
+        }
+        return out;
+      }
+      const records = await Promise.all(entries.map((e) => this.getThreadStatus(e.threadId)));
+      entries.forEach((e, i) => {
+        const record = records[i];
+        if (record && record.state === e.state && record.updatedAt === e.score && out.length < query.limit) out.push(record);
+      });
+      if (out.length >= query.limit || Number(reply[0]) === 1 || entries.length === 0) return out;
+      const last = entries[entries.length - 1]!;
+      cursor = [last.scoreText, last.threadId];
+    }
+  }
+
+  /**
+   * One script: the fence (if any), then the patch, applied only when the record names the patch's
+   * checkpoint; moved in the status index as for a put.
+   */
+  async patchThreadStatus(request: PatchThreadStatusRequest): Promise<ThreadStatusRecord | undefined> {
+    this.check();
+    check("thread_id", request.threadId, ID_RULES.threadId);
+    check("checkpoint_id", request.patch.checkpointId, ID_RULES.checkpointId);
+    if (request.patch.state !== undefined && !THREAD_STATES.includes(request.patch.state)) {
+      throw new InvalidConfigError("state", `${STORE_NAME}.patchThreadStatus(): unknown state ${JSON.stringify(request.patch.state)}.`);
+    }
+    const args: Arg[] = [fenceArg(request.fence), ...patchArgs(request.threadId, request.patch)];
+    const reply = await this.patched("patchThreadStatus", request.threadId, request.patch, request.fence, "status change", (keys) =>
+      this.script("patchThreadStatus", SCRIPTS.patchStatus, request.threadId, args, keys),
+    );
+    return Number(reply[1]) === 1 ? toStatus(request.threadId, reply[5] as Buffer[]) : undefined;
   }
 
   /**
@@ -368,13 +583,33 @@ export class RedisStore implements CheckpointStore {
    */
   async pruneThreadIndex(options: { graceMs?: number } = {}): Promise<number> {
     this.check();
-    const graceMs = options.graceMs ?? 10 * 60_000;
+    const graceMs = options.graceMs ?? DEFAULT_PRUNE_GRACE_MS;
     let removed = 0;
     for await (const { threadId, token, member } of this.indexEntries()) {
       const state = Number(await this.script("pruneThreadIndex", SCRIPTS.indexState, threadId, [token]));
       const made = Number.parseInt(token.split(".")[0] ?? "", 36);
       if (state !== 1 && !(Date.now() - made < graceMs)) {
         removed += Number(await this.command("pruneThreadIndex", "ZREM threads", ["ZREM", indexKey(this.keyPrefix), member]));
+      }
+    }
+    // The status index: entries whose thread has no status any more (expired, or deleted on a Cluster
+    // by a process that died before its index move) or another one (a crash between a status change and
+    // its index move), older than the grace period, so that a status change in flight keeps its entry.
+    const base = statusIndexKey(this.keyPrefix);
+    for (const state of THREAD_STATES) {
+      let offset = 0;
+      for (;;) {
+        const page = (await this.command("pruneThreadIndex", "ZRANGE status", ["ZRANGE", `${base}:${state}`, offset, offset + THREAD_PAGE - 1, "WITHSCORES"])) as Buffer[];
+        const entries: Array<{ member: Buffer; threadId: string; score: number }> = [];
+        for (let i = 0; i < page.length; i += 2) {
+          const member = page[i]!;
+          entries.push({ member, threadId: member.toString("utf8", 0, member.indexOf(0)), score: Number(text(page[i + 1])) });
+        }
+        const records = await Promise.all(entries.map((e) => this.getThreadStatus(e.threadId)));
+        const stale = entries.filter((e, i) => !(records[i]?.state === state && records[i]?.updatedAt === e.score) && !(Date.now() - e.score < graceMs));
+        if (stale.length > 0) removed += Number(await this.command("pruneThreadIndex", "ZREM status", ["ZREM", `${base}:${state}`, ...stale.map((e) => e.member)]));
+        if (entries.length < THREAD_PAGE) break;
+        offset += THREAD_PAGE - stale.length;
       }
     }
     return removed;
@@ -431,15 +666,193 @@ export class RedisStore implements CheckpointStore {
   }
 
   /** EVALSHA, and EVAL when the server lost its script cache (a restart, a failover, SCRIPT FLUSH). */
-  private async script(operation: string, script: LuaScript, threadId: string, args: Arg[]): Promise<unknown> {
-    const key = threadBase(this.keyPrefix, threadId);
-    try {
-      return await this.command(operation, `EVALSHA ${script.name}`, ["EVALSHA", script.sha, 1, key, ...args]);
-    } catch (error) {
-      if (!(error instanceof Error) || !/NOSCRIPT/.test(error.message)) throw error;
-      return this.command(operation, `EVAL ${script.name}`, ["EVAL", script.lua, 1, key, ...args]);
+  private async script(operation: string, script: LuaScript, threadId: string, args: Arg[], extraKeys: string[] = []): Promise<unknown> {
+    const keys = [threadBase(this.keyPrefix, threadId), ...extraKeys];
+    return this.command(operation, `EVALSHA ${script.name}`, ["EVALSHA", script.sha, keys.length, ...keys, ...args]).catch((error: unknown) =>
+      this.noScript(error, script, () => this.command(operation, `EVAL ${script.name}`, ["EVAL", script.lua, keys.length, ...keys, ...args])),
+    );
+  }
+
+  private noScript(error: unknown, _script: LuaScript, retry: () => Promise<unknown>): Promise<unknown> {
+    if (!(error instanceof Error) || !/NOSCRIPT/.test(error.message)) throw error;
+    return retry();
+  }
+
+  /**
+   * The keys a status-changing script gets besides the thread's: the status index on a standalone
+   * server (moved inside the script), none on a Cluster (another slot; moved around the script).
+   */
+  private statusKeys(): string[] {
+    return this.cluster ? [] : [statusIndexKey(this.keyPrefix)];
+  }
+
+  /** On the status index's slot: removes and adds entries of one thread. */
+  private async moveIndex(operation: string, threadId: string, removes: IndexEntry[], adds: IndexEntry[]): Promise<void> {
+    if (removes.length === 0 && adds.length === 0) return;
+    const args: Arg[] = [removes.length];
+    for (const e of removes) args.push(e.state, statusMember(threadId, e.u));
+    args.push(adds.length);
+    for (const e of adds) args.push(e.state, e.u, statusMember(threadId, e.u));
+    const key = statusIndexKey(this.keyPrefix);
+    await this.command(operation, `EVALSHA ${SCRIPTS.statusIndex.name}`, ["EVALSHA", SCRIPTS.statusIndex.sha, 1, key, ...args]).catch((error: unknown) =>
+      this.noScript(error, SCRIPTS.statusIndex, () => this.command(operation, `EVAL ${SCRIPTS.statusIndex.name}`, ["EVAL", SCRIPTS.statusIndex.lua, 1, key, ...args])),
+    );
+  }
+
+  /**
+   * Cluster, after a status-changing script: the entry it made current stays (added again, in case a
+   * concurrent change removed it), the record's previous entry and the entries added in advance that
+   * did not come true go. `current` is the record before the script when it applied, the record as it
+   * is when it did not.
+   */
+  private async settleIndex(operation: string, threadId: string, pre: IndexEntry[], applied: IndexEntry | undefined, current: IndexEntry | undefined): Promise<void> {
+    const same = (a: IndexEntry | undefined, b: IndexEntry | undefined) => a !== undefined && b !== undefined && a.state === b.state && a.u === b.u;
+    const removes: IndexEntry[] = [];
+    if (applied) {
+      if (current && !same(current, applied)) removes.push(current);
+      for (const e of pre) if (!same(e, applied) && !same(e, current)) removes.push(e);
+    } else {
+      for (const e of pre) if (!same(e, current)) removes.push(e);
+    }
+    await this.moveIndex(operation, threadId, removes, applied ? [applied] : []);
+  }
+
+  /** The thread's status entry as the record says, for settling the index after a refused write. */
+  private async currentEntry(threadId: string): Promise<IndexEntry | undefined> {
+    const [state, u] = (await this.command("putCheckpoint", "HMGET status", ["HMGET", `${threadBase(this.keyPrefix, threadId)}:s`, "st", "u"])) as Array<Buffer | null>;
+    return entryOf(state, u);
+  }
+
+  /**
+   * Runs a script that may apply a status patch (putWrites, patchThreadStatus), with the Cluster's index
+   * moves around it: the patch's entry is added first (to every state's set when the patch keeps the
+   * state, which the store does not know before the script), and settled after.
+   */
+  private async patched(operation: string, threadId: string, patch: ThreadStatusPatch | undefined, fence: LeaseFence | undefined, what: string, run: (keys: string[]) => Promise<unknown>): Promise<Reply> {
+    const u = patch ? timeArg(patch.updatedAt, "status updatedAt") : "";
+    const pre: IndexEntry[] = this.cluster && patch ? (patch.state !== undefined ? [patch.state] : THREAD_STATES).map((state) => ({ state, u })) : [];
+    if (pre.length > 0) await this.moveIndex(operation, threadId, [], pre);
+    const reply = (await run(this.statusKeys())) as Reply;
+    if (Number(reply[0]) === -1) {
+      if (pre.length > 0) await this.settleIndex(operation, threadId, pre, undefined, await this.currentEntry(threadId));
+      throw leaseLost(threadId, fence!, reply, what);
+    }
+    if (pre.length > 0) {
+      const applied = Number(reply[1]) === 1;
+      const newState = text(reply[4] as Buffer);
+      await this.settleIndex(operation, threadId, pre, applied ? { state: newState, u } : undefined, entryOf(reply[2], reply[3]));
+    }
+    return reply;
+  }
+}
+
+/** A script's reply: a status code first (-1: the fence failed), then what the script says. */
+type Reply = Array<Buffer | number | null | Buffer[]>;
+
+/** A reply part as text ('' for nil). */
+function text(value: unknown): string {
+  if (value === null || value === undefined) return "";
+  return Buffer.isBuffer(value) ? value.toString("utf8") : String(value);
+}
+
+function entryOf(state: unknown, u: unknown): IndexEntry | undefined {
+  const s = text(state);
+  return s === "" ? undefined : { state: s, u: text(u) };
+}
+
+/** The fence's token as the scripts compare it ('' for an unfenced call). */
+function fenceArg(fence: LeaseFence | Lease | undefined): string {
+  if (fence === undefined) return "";
+  if (!Number.isSafeInteger(fence.token) || fence.token < 1) {
+    throw new InvalidConfigError("fence", `${STORE_NAME}: a lease token must be a positive safe integer, got ${String(fence.token)}.`);
+  }
+  return String(fence.token);
+}
+
+function ttlArg(ttlMs: number, operation: string): number {
+  if (!Number.isSafeInteger(ttlMs) || ttlMs < 1) throw new InvalidConfigError("ttlMs", `${STORE_NAME}.${operation}(): "ttlMs" must be a positive integer of milliseconds, got ${String(ttlMs)}.`);
+  return ttlMs;
+}
+
+function timeArg(ms: number, field: string): string {
+  if (typeof ms !== "number" || !Number.isFinite(ms)) throw new InvalidConfigError(field, `${STORE_NAME}: "${field}" must be a finite number of ms since the epoch, got ${String(ms)}.`);
+  return String(ms);
+}
+
+/** The refusal of a fenced call, from the lease as the script saw it: {-1, token, holder, released}. */
+function leaseLost(threadId: string, fence: LeaseFence | Lease, reply: Reply, operation: string): LeaseLostError {
+  const token = text(reply[1]);
+  if (token === "") return new LeaseLostError(threadId, fence.token, {}, operation);
+  return new LeaseLostError(threadId, fence.token, { token: Number(token), holder: text(reply[3]) === "1" ? null : text(reply[2]) }, operation);
+}
+
+/** Interrupts as (task, JSON text) pairs: each task's value stays text in Redis. */
+function interruptPairs(interrupts: Record<string, unknown> | null | undefined, nullAs: string | undefined): string[] {
+  const out: string[] = [];
+  for (const [task, value] of Object.entries(interrupts ?? {})) {
+    const json = value === null ? nullAs : JSON.stringify(value);
+    if (json === undefined) continue;
+    out.push(task, json);
+  }
+  return out;
+}
+
+/** A root put's status, as the put script reads it (state '' for none). */
+function putStatusArgs(threadId: string, status: ThreadStatusWrite | undefined): Arg[] {
+  if (!status) return ["", "", "0", "", threadId, 0];
+  const pairs = interruptPairs(status.interrupts, undefined);
+  return [status.state, timeArg(status.updatedAt, "status updatedAt"), status.error !== undefined ? "1" : "0", status.error ?? "", threadId, pairs.length / 2, ...pairs];
+}
+
+/** A status patch, as the scripts' patchStatus reads it. */
+function patchArgs(threadId: string, patch: ThreadStatusPatch): Arg[] {
+  const pairs = patch.interrupts ? interruptPairs(patch.interrupts, "") : [];
+  const addAttempts = patch.addAttempts ?? 0;
+  if (!Number.isSafeInteger(addAttempts)) throw new InvalidConfigError("addAttempts", `${STORE_NAME}: "addAttempts" must be an integer, got ${String(addAttempts)}.`);
+  return [
+    patch.checkpointId,
+    patch.state ?? "",
+    patch.error === undefined ? "0" : patch.error === null ? "2" : "1",
+    typeof patch.error === "string" ? patch.error : "",
+    patch.interrupts === undefined ? "0" : patch.interrupts === null ? "2" : "1",
+    pairs.length / 2,
+    ...pairs,
+    addAttempts,
+    patch.attemptedAt === undefined ? "" : timeArg(patch.attemptedAt, "attemptedAt"),
+    timeArg(patch.updatedAt, "status updatedAt"),
+    threadId,
+  ];
+}
+
+/** A status hash (HGETALL's flat list) as a record, or undefined when it is empty. */
+function toStatus(threadId: string, fields: Buffer[]): ThreadStatusRecord | undefined {
+  if (!fields || fields.length === 0) return undefined;
+  const f = new Map<string, string>();
+  const interrupts: Record<string, unknown> = {};
+  let anyInterrupt = false;
+  for (let i = 0; i < fields.length; i += 2) {
+    const name = text(fields[i]);
+    const value = text(fields[i + 1]);
+    if (name.startsWith("i:")) {
+      // defineProperty, so that a task id "__proto__" stays an own key.
+      Object.defineProperty(interrupts, name.slice(2), { value: JSON.parse(value) as unknown, enumerable: true, writable: true, configurable: true });
+      anyInterrupt = true;
+    } else {
+      f.set(name, value);
     }
   }
+  if (!f.has("st")) return undefined;
+  const record: ThreadStatusRecord = {
+    threadId,
+    state: f.get("st") as ThreadState,
+    checkpointId: f.get("cp") ?? "",
+    updatedAt: Number(f.get("u")),
+    attempts: Number(f.get("a") ?? "0"),
+  };
+  if (f.has("e")) record.error = f.get("e")!;
+  if (anyInterrupt) record.interrupts = interrupts;
+  if (f.has("at")) record.attemptedAt = Number(f.get("at"));
+  return record;
 }
 
 /** A checkpoint as the read scripts return it: the record member, blob members, write members. */

@@ -67,6 +67,27 @@ describe("no code path issues KEYS or SCAN", () => {
     for await (const _ of store.listCheckpoints({ filter: { source: "input" } })) filtered++;
     expect(filtered).toBe(130);
     for await (const _ of store.listCheckpoints({ threadId: thread, before: cid(2), limit: 1 })) void _;
+    // Leases and thread status: every call, fenced writes included, and listing every state.
+    const lease = await store.claimLease({ threadId: thread, workerId: "w", ttlMs: 60_000 });
+    const fence = { token: lease!.token, workerId: "w" };
+    await store.renewLease(lease!, 60_000);
+    await store.putCheckpoint({ record: record(thread, cid(3)), blobs: [], chunks: [], fence, status: { state: "pending", updatedAt: Date.now() } });
+    await store.putWrites({
+      threadId: thread,
+      checkpointNs: "",
+      checkpointId: cid(3),
+      writes: [write("t", -1, "__error__", { message: "x" })],
+      chunks: [],
+      mode: "upsert",
+      fence,
+      status: { checkpointId: cid(3), state: "failed", error: "x", updatedAt: Date.now() },
+    });
+    await store.patchThreadStatus({ threadId: thread, patch: { checkpointId: cid(3), state: "dead", updatedAt: Date.now() }, fence });
+    await store.getThreadStatus(thread);
+    await store.getLease(thread);
+    await store.releaseLease(lease!);
+    expect((await store.listThreads({ limit: 1000 })).length).toBeGreaterThan(130);
+    expect((await store.listThreads({ states: ["dead"], olderThan: Date.now() + 1, limit: 10 })).map((r) => r.threadId)).toEqual([thread]);
     await store.deleteThread(thread);
     for (let t = 0; t < 130; t++) await saver.deleteThread(`graph-${t}`);
     await store.pruneThreadIndex({ graceMs: 0 });
@@ -74,7 +95,7 @@ describe("no code path issues KEYS or SCAN", () => {
 
     const sent = new Set(recording.commands);
     expect([...sent].filter((c) => FORBIDDEN.includes(c.toLowerCase()))).toEqual([]);
-    expect(sent).toEqual(new Set(["INFO", "SET", "GET", "SCRIPT", "EVALSHA", "ZADD", "ZREM", "ZRANGEBYLEX"]));
+    expect(sent).toEqual(new Set(["INFO", "SET", "GET", "SCRIPT", "EVALSHA", "ZADD", "ZREM", "ZRANGEBYLEX", "ZRANGE", "HMGET", "HGETALL"]));
     const stats = await commandStats();
     // The statistics saw the scripts' own commands too (they are where the work is).
     expect(stats["zrangebylex"]).toBeGreaterThan(100);
