@@ -194,17 +194,28 @@ export class TableClient {
   }
 }
 
-/** Runs `fn` over `items`, at most `limit` at a time; results in input order. */
+/**
+ * Runs `fn` over `items`, at most `limit` at a time; results in input order. After a failure no item
+ * is started, and the first error is thrown only once every call in flight has settled: an
+ * operation never returns while requests it sent may still land (a caller that retries, or reads
+ * what a failed write left, must see it all).
+ */
 export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const results = new Array<R>(items.length);
   let next = 0;
+  let failure: { error: unknown } | undefined;
   const worker = async () => {
-    while (next < items.length) {
+    while (next < items.length && !failure) {
       const index = next++;
-      results[index] = await fn(items[index]!);
+      try {
+        results[index] = await fn(items[index]!);
+      } catch (error) {
+        failure ??= { error };
+      }
     }
   };
   await Promise.all(Array.from({ length: Math.min(Math.max(1, limit), items.length) }, worker));
+  if (failure) throw failure.error;
   return results;
 }
 

@@ -94,11 +94,14 @@ describe.each(EMULATORS)("whole-thread TTL on %s", (emulator) => {
     const saver = new ResumableSaver(new DynamoDBStore(faulty, { tableName, ttl, retry: { maxAttempts: 1 } }));
     for (let n = 1; n <= 3; n += 1) await step(saver, thread, n);
     vi.setSystemTime(start + 2 * DAY * 1000);
-    // Let three updates through, then refuse the rest.
+    // Let three updates through, slowly (as on a loaded machine), then refuse the rest. The put must
+    // not reject before the updates it sent have landed: what it leaves is then exactly three items
+    // re-stamped, and nothing changes behind the caller's back afterwards.
     let updates = 0;
     const send = faulty.send.bind(faulty);
     faulty.send = async (command: unknown) => {
       if (command instanceof UpdateItemCommand && ++updates > 3) throw Object.assign(new Error("connection reset (injected)"), { name: "Error", code: "ECONNRESET" });
+      if (command instanceof UpdateItemCommand) await new Promise((resolve) => setTimeout(resolve, 300));
       return send(command);
     };
     await expect(step(saver, thread, 4)).rejects.toThrow(/unreachable/);
@@ -106,6 +109,7 @@ describe.each(EMULATORS)("whole-thread TTL on %s", (emulator) => {
     const epochOf = (i: Record<string, { N?: string; S?: string }>) => Number(i["expires_at"]?.N);
     const checkpoints = items.filter((i) => i["sk"]!.S!.startsWith("c|"));
     const dependents = items.filter((i) => !i["sk"]!.S!.startsWith("c|"));
+    expect(items.filter((i) => epochOf(i) === Math.ceil(start / 1000 + 32 * DAY))).toHaveLength(3);
     expect(new Set(items.map(epochOf)).size).toBe(2);
     expect(Math.min(...dependents.map(epochOf))).toBeGreaterThanOrEqual(Math.max(...checkpoints.map(epochOf)));
     faulty.send = send;
