@@ -561,6 +561,9 @@ local out = {}
 while true do
   local all = candidates()
   local n = math.min(#all, limit)
+  -- Never end between entries of one thread at one score (a stale entry in one state, the current one
+  -- in another): the next cursor, (score, thread), would skip the rest of them.
+  while n > 0 and n < #all and all[n + 1][1] == all[n][1] and all[n + 1][2] == all[n][2] do n = n + 1 end
   if not readback then
     for k = 1, n do out[#out + 1] = {all[k][4], all[k][5], all[k][3]} end
     return {#all < limit and 1 or 0, out}
