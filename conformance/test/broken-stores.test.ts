@@ -19,6 +19,7 @@ import { describe, expect, it } from "vitest";
 
 import {
   badInput,
+  copyThread,
   deleteThread,
   deltaHistory,
   durability,
@@ -131,6 +132,16 @@ describe("each category fails on a store that breaks its rule", () => {
         };
       }),
       /concurrent tasks/,
+    );
+  });
+
+  it("copy-thread: listing a thread without a namespace yields only its root namespace", async () => {
+    await expectFails(
+      copyThread,
+      brokenStore((inner) => ({
+        listCheckpoints: (q: ListCheckpointsQuery) => inner.listCheckpoints(q.checkpointNs === undefined ? { ...q, checkpointNs: "" } : q),
+      })),
+      /every namespace/,
     );
   });
 

@@ -6,6 +6,7 @@
  */
 import type { Category } from "../types.js";
 import { badInput } from "./bad-input.js";
+import { copyThread } from "./copy-thread.js";
 import { deleteThread } from "./delete-thread.js";
 import { deltaHistory } from "./delta-history.js";
 import { deltaStorage } from "./delta-storage.js";
@@ -24,6 +25,7 @@ import { writeRules } from "./write-rules.js";
 
 export {
   badInput,
+  copyThread,
   deleteThread,
   deltaHistory,
   deltaStorage,
@@ -48,6 +50,7 @@ export const CATEGORIES: readonly Category[] = Object.freeze([
   writeOrder,
   parallelWrites,
   deleteThread,
+  copyThread,
   listPaging,
   metadataFilter,
   serialization,

@@ -194,6 +194,28 @@ export class CapabilityMissingError extends ResumableError {
   }
 }
 
+/**
+ * `copyThread` was asked to copy into a thread that already has checkpoints of its own. Nothing was
+ * written. Pick an unused thread id, or `deleteThread` the target first. (A target that holds only
+ * checkpoints of the source, left by a copy cut short, is completed instead.)
+ */
+export class CopyTargetNotEmptyError extends ResumableError {
+  /** The target thread. */
+  readonly threadId: string;
+  /** How many of the target's checkpoints the source does not have. */
+  readonly foreignCheckpoints: number;
+  constructor(threadId: string, sourceThreadId: string, foreignCheckpoints: number) {
+    super(
+      "COPY_TARGET_NOT_EMPTY",
+      `copyThread(${JSON.stringify(sourceThreadId)}, ${JSON.stringify(threadId)}): the target thread already has ` +
+        `${foreignCheckpoints} checkpoint(s) that are not copies of the source, so copying would mix two histories. ` +
+        `Nothing was written. Copy to an unused thread id, or deleteThread(${JSON.stringify(threadId)}) first.`,
+    );
+    this.threadId = threadId;
+    this.foreignCheckpoints = foreignCheckpoints;
+  }
+}
+
 /** Formats a byte count for messages: `512 B`, `3.2 KB`, `5.0 MB`. */
 export function formatBytes(bytes: number): string {
   if (!Number.isFinite(bytes)) return "unlimited";

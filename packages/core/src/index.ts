@@ -32,6 +32,7 @@ export {
   type ThreadStatus,
 } from "./thread-status.js";
 export { MemoryStore, type MemoryStoreOptions } from "./memory-store.js";
+export type { CopyThreadResult } from "./copy-thread.js";
 export {
   EMPTY_VALUE,
   canonicalJson,

@@ -25,6 +25,7 @@ import {
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 
+import { copyThreadRecords, type CopyThreadResult } from "./copy-thread.js";
 import { DeltaCache, extendsList, type DeltaCacheOptions, type LineageState, type ListState } from "./delta-cache.js";
 import { CapabilityMissingError, InvalidConfigError, LeaseLostError, MissingThreadIdError } from "./errors.js";
 import { ID_RULES, checkIdentifier } from "./ids.js";
@@ -413,6 +414,51 @@ export class ResumableSaver extends BaseCheckpointSaver {
     this.lineages.deleteThread(id);
     this.statusNotes.delete(id);
     await this.store.deleteThread(id);
+  }
+
+  /**
+   * Copies thread `fromThreadId` to `toThreadId`: every checkpoint of every namespace with the same
+   * ids, metadata and pending writes, record for record (values keep their stored bytes, so the copy
+   * reads back exactly as the source, delta channels included). The source is not changed. On a store
+   * with thread status the copy gets the source's status (a dead-lettered thread stays dead; attempts
+   * start again from 0); leases are not copied.
+   *
+   * The target must be unused: if it has checkpoints that are not copies of the source,
+   * {@link CopyTargetNotEmptyError} and nothing is written. A copy cut short (a crash) leaves the
+   * target with the oldest checkpoints only, each whole; calling `copyThread` again completes it.
+   * Copy a thread nobody is writing to (hold its lease if workers may resume it): checkpoints added
+   * to the source during the copy may or may not be included.
+   *
+   * @example Fork a conversation to try another answer without touching the original:
+   * ```ts
+   * await saver.copyThread("chat-42", "chat-42-experiment");
+   * await graph.invoke({ messages: [question] }, { configurable: { thread_id: "chat-42-experiment" } });
+   * ```
+   */
+  async copyThread(fromThreadId: string, toThreadId: string): Promise<CopyThreadResult> {
+    const from = threadIdOf(fromThreadId, "copyThread()");
+    const to = threadIdOf(toThreadId, "copyThread()");
+    if (from === undefined || to === undefined) throw new MissingThreadIdError("copyThread()");
+    checkIdentifier(from, ID_RULES.threadId, "copyThread()");
+    checkIdentifier(to, ID_RULES.threadId, "copyThread()");
+    if (from === to) throw new InvalidConfigError("thread_id", `copyThread(): the source and target are the same thread ${JSON.stringify(from)}; give the copy another id.`);
+    await this.writesSettled(from);
+    await this.writesSettled(to);
+    this.lineages.deleteThread(to);
+    const status = this.tracksStatus
+      ? {
+          source: await this.store.getThreadStatus?.(from),
+          fallback: async () => {
+            const latest = await this.getTuple({ configurable: { thread_id: from, checkpoint_ns: "" } });
+            return latest ? checkpointState(latest.checkpoint) : ("pending" as const);
+          },
+        }
+      : undefined;
+    try {
+      return await copyThreadRecords(this.store, from, to, status);
+    } finally {
+      this.lineages.deleteThread(to);
+    }
   }
 
   override async getDeltaChannelHistory(options: {
