@@ -25,5 +25,6 @@ export type { SectionRunner } from "./sections.js";
 export { InvalidSubjectError, SubjectPool, isCheckpointSaver, isCheckpointStore, probeSubject, toTarget } from "./subject.js";
 export { ConformanceFailure } from "./helpers.js";
 export * from "./crash/index.js";
+export * from "./chaos/index.js";
 export { crashReportSection, crashSection, type CrashSectionOptions } from "./crash-section.js";
 export * as records from "./records.js";

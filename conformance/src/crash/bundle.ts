@@ -80,8 +80,26 @@ function externalizePackages(): Plugin {
 
 /** Where this module's sources live: `.ts` in the repository, `.js` once built. */
 function childModulePath(): string {
-  const here = dirname(fileURLToPath(import.meta.url));
-  return join(here, TS_SOURCE.test(fileURLToPath(import.meta.url)) ? "child.ts" : "child.js");
+  return siblingModule(import.meta.url, "child");
+}
+
+/** The path of module `name` next to `moduleUrl`, with the extension the caller itself has (`.ts` or `.js`). */
+export function siblingModule(moduleUrl: string, name: string): string {
+  const file = fileURLToPath(moduleUrl);
+  return join(dirname(file), TS_SOURCE.test(file) ? `${name}.ts` : `${name}.js`);
+}
+
+/** Which function of which module the bundled entry calls with the factory's default export. */
+export interface ChildEntry {
+  /** Absolute path of the module. */
+  module: string;
+  /** Its export to call, as `main(factory, ...namespaces of modules)`. */
+  exportName: string;
+  /**
+   * Absolute paths of further modules to bundle and hand to the entry, as module namespace objects
+   * after the factory (a module the suite cannot depend on itself, such as `@resumable/recovery`).
+   */
+  modules?: string[];
 }
 
 /**
@@ -128,15 +146,16 @@ export interface ChildBundle {
  *
  * @param factoryModule Path of the module whose default export returns the store or saver.
  */
-export async function bundleChild(factoryModule: string, outDir: string): Promise<ChildBundle> {
+export async function bundleChild(factoryModule: string, outDir: string, main: ChildEntry = { module: childModulePath(), exportName: "childMain" }): Promise<ChildBundle> {
   const { build } = await import("esbuild");
   await mkdir(outDir, { recursive: true });
   const entry = join(outDir, "crash-child-entry.ts");
   await writeFile(
     entry,
     `import factory from ${JSON.stringify(resolve(factoryModule))};\n` +
-      `import { childMain } from ${JSON.stringify(childModulePath())};\n` +
-      `void childMain(factory);\n`,
+      (main.modules ?? []).map((module, i) => `import * as module${i} from ${JSON.stringify(resolve(module))};\n`).join("") +
+      `import { ${main.exportName} as main } from ${JSON.stringify(main.module)};\n` +
+      `void main(factory${(main.modules ?? []).map((_, i) => `, module${i}`).join("")});\n`,
   );
   const common = {
     entryPoints: [entry],
