@@ -179,7 +179,7 @@ export class RecoveryRunner {
       throw new InvalidConfigError(
         "saver",
         `RecoveryRunner: the saver's store must declare capabilities.leases and capabilities.threadStatus (it declares leases: ${caps.leases}, ` +
-          `threadStatus: ${caps.threadStatus}); MemoryStore, SqliteStore and PostgresStore do.`,
+          `threadStatus: ${caps.threadStatus}); MemoryStore, SqliteStore, PostgresStore and RedisStore do.`,
       );
     }
     if (!options.saver.tracksStatus) {
