@@ -158,6 +158,35 @@ describe("listing with stale index entries", () => {
   });
 });
 
+describe("thread ids as data", () => {
+  for (const where of ["standalone", "cluster"] as const) {
+    it(`${where}: ids with key syntax, globs, braces and unicode are listed, read back and ordered by their bytes at equal times`, async () => {
+      const client = where === "standalone" ? await clients.standalone() : await clients.cluster();
+      const store = new RedisStore(client, { keyPrefix: prefix(`leases-ids-${where}`) });
+      const run = threadId("ids");
+      const ids = ["a:b", "a", "{x}", "%41", "*?[]\\", "ü", "🚀", "z y", "a\u0001"].map((id) => `${run}/${id}`);
+      for (const id of ids) {
+        await store.putCheckpoint(put(id, 1, { state: "pending", updatedAt: 500 }));
+        await store.putWrites({
+          threadId: id,
+          checkpointNs: "",
+          checkpointId: cid(1),
+          writes: [write("t", -3, "__interrupt__", [{ value: [] }])],
+          chunks: [],
+          mode: "upsert",
+          status: { checkpointId: cid(1), state: "interrupted", interrupts: { [id]: [{ value: { list: [], big: 12345678901234567 } }] }, updatedAt: 600 },
+        });
+      }
+      const expected = [...ids].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
+      expect((await store.listThreads({ states: ["interrupted"], limit: 100 })).map((r) => r.threadId)).toEqual(expected);
+      expect(await listAll(store, ["interrupted", "pending"], 2)).toEqual(expected);
+      const status = await store.getThreadStatus(ids[4]!);
+      // Interrupt values come back as the JSON the saver gave: [] stays [], big numbers keep their digits.
+      expect(status?.interrupts).toEqual({ [ids[4]!]: [{ value: { list: [], big: 12345678901234567 } }] });
+    });
+  }
+});
+
 describe("the status index on a Cluster", () => {
   it("lives in one slot; a put with a status is three calls (index entry first, the script, then the old entry goes)", async () => {
     const cluster = await clients.cluster();
