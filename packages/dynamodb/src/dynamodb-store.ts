@@ -4,6 +4,8 @@
  *
  * @module
  */
+import { randomBytes } from "node:crypto";
+
 import {
   DynamoDBClient,
   GetItemCommand,
@@ -51,6 +53,8 @@ import {
   readWrite,
   spillRef,
   unspill,
+  visibleWrites,
+  writeCommitItem,
   writeItem,
 } from "./items.js";
 import { PK, SK, blobKey, checkpointKey, chunkKey, checkpointPrefix, parseCheckpointKey, prefixEnd, writesPrefix } from "./keys.js";
@@ -105,7 +109,8 @@ type Value = SerializedValue;
  * - `putCheckpoint` writes chunks and blobs first (BatchWriteItem), the checkpoint item last (PutItem):
  *   that item is the commit point, so a reader never sees a checkpoint whose parts are missing.
  * - `putWrites` stores chunks first, then each write with a conditional PutItem (`"ignore"`) or a
- *   batch (`"upsert"`).
+ *   batch (`"upsert"`). Several `"ignore"` writes carry a batch token and are visible only once the
+ *   batch's commit item, written after them, exists: a call cut short shows none of its writes.
  * - Reads are strongly consistent Queries in reverse sort-key order; a checkpoint comes back with its
  *   blobs (BatchGetItem, a BETWEEN Query per delta range), its writes (one Query) and its chunks.
  *
@@ -222,37 +227,76 @@ export class DynamoDBStore implements CheckpointStore {
     checkIdentifier(request.checkpointId, ID_RULES.checkpointId, STORE);
     for (const write of request.writes) checkWrite(write);
     if (request.writes.length === 0 && request.chunks.length === 0) return;
-    const extra = await this.stamp(request.threadId, "putWrites", false);
+    const { threadId, checkpointNs: ns, checkpointId } = request;
+    const extra = await this.stamp(threadId, "putWrites", false);
     const spill: Item[] = [];
     const byKey = new Map<string, WriteRecord>();
     // A batch refuses duplicate keys: "ignore" keeps the first of a (task, idx), "upsert" the last.
     for (const write of request.writes) if (request.mode === "upsert" || !byKey.has(`${write.taskId}\u0000${write.idx}`)) byKey.set(`${write.taskId}\u0000${write.idx}`, write);
+    // Several conditional puts are several requests, and a crash between them would leave part of a
+    // task's writes, which LangGraph takes for the whole task (it does not run a task that has writes):
+    // the state update without the edge to the next node. So the writes of such a batch carry a token
+    // and stay invisible until the batch's commit item, written after all of them, exists.
+    const token = request.mode === "ignore" && byKey.size > 1 ? randomBytes(12).toString("base64url") : undefined;
     const items = [...byKey.values()].map((write) =>
-      this.fit(writeItem(request.threadId, request.checkpointNs, request.checkpointId, write, extra), extra, spill, () => `write "${write.channel}" of task ${write.taskId}`),
+      this.fit(writeItem(threadId, ns, checkpointId, write, extra, token), extra, spill, () => `write "${write.channel}" of task ${write.taskId}`),
     );
-    const chunks = [...this.chunkItems(request.threadId, request.chunks, extra), ...spill];
-    // Chunks first: a write is visible as soon as it lands.
+    const chunks = [...this.chunkItems(threadId, request.chunks, extra), ...spill];
+    // Chunks first: a write is visible as soon as it (or its batch's commit item) lands.
     if (chunks.length > 0) await this.db.putAll("putWrites", uniqueItems(chunks));
-    if (request.mode === "upsert" && items.length > 1) {
-      await this.db.putAll("putWrites", items);
+    if (request.mode === "upsert") {
+      // Special channels only; one request (BatchWriteItem for several) replaces them.
+      if (items.length > 1) await this.db.putAll("putWrites", items);
+      else if (items.length === 1) await this.db.send("PutItem write", "putWrites", new PutItemCommand({ TableName: this.tableName, Item: items[0] }));
       return;
     }
-    await mapLimit(items, this.db.concurrency, async (Item) => {
-      try {
-        await this.db.send(
-          "PutItem write",
-          "putWrites",
-          new PutItemCommand({
-            TableName: this.tableName,
-            Item,
-            ...(request.mode === "ignore" ? { ConditionExpression: "attribute_not_exists(#pk)", ExpressionAttributeNames: { "#pk": PK } } : {}),
-          }),
-        );
-      } catch (error) {
-        // "ignore": the first write of this (task, idx) is already stored, and stays.
-        if (errorName(error) !== "ConditionalCheckFailedException") throw error;
-      }
-    });
+    const stored = await mapLimit(items, this.db.concurrency, (Item) => this.putIfAbsent(Item));
+    const taken = items.filter((_, i) => !stored[i]);
+    // An item already at a write's key keeps it ("ignore"), unless it belongs to a batch that was never
+    // committed (a crash cut it short, so no reader ever saw it): this retry of the task replaces it.
+    let replaced = 0;
+    if (taken.length > 0) {
+      const existing = await this.db.queryAll("Query writes", "putWrites", {
+        ...this.keyCondition(threadId, "#sk BETWEEN :lo AND :hi", { ":lo": writesPrefix(ns, checkpointId), ":hi": prefixEnd(writesPrefix(ns, checkpointId)) }, { "#bt": "bt", "#wc": "wc" }),
+        ProjectionExpression: "#sk, #bt, #wc",
+      });
+      const visible = new Set(visibleWrites(existing).map((item) => item[SK]!.S!));
+      const torn = new Map(existing.filter((item) => item["bt"]?.S !== undefined && !visible.has(item[SK]!.S!)).map((item) => [item[SK]!.S!, item["bt"]!.S!]));
+      const retried = await mapLimit(
+        taken.filter((item) => torn.has(item[SK]!.S!)),
+        this.db.concurrency,
+        (Item) => this.putIfAbsent(Item, torn.get(Item[SK]!.S!)),
+      );
+      replaced = retried.filter(Boolean).length;
+    }
+    if (token !== undefined && taken.length - replaced < items.length) {
+      await this.db.send("PutItem write commit", "putWrites", new PutItemCommand({ TableName: this.tableName, Item: writeCommitItem(threadId, ns, checkpointId, token, extra) }));
+    }
+  }
+
+  /**
+   * Puts a write item unless its key holds one already (or, with `replacing`, unless it holds anything
+   * but a write of that uncommitted batch). Whether it was stored.
+   */
+  private async putIfAbsent(Item: Item, replacing?: string): Promise<boolean> {
+    try {
+      await this.db.send(
+        "PutItem write",
+        "putWrites",
+        new PutItemCommand({
+          TableName: this.tableName,
+          Item,
+          ...(replacing === undefined
+            ? { ConditionExpression: "attribute_not_exists(#pk)", ExpressionAttributeNames: { "#pk": PK } }
+            : { ConditionExpression: "#bt = :bt", ExpressionAttributeNames: { "#bt": "bt" }, ExpressionAttributeValues: { ":bt": { S: replacing } } }),
+        }),
+      );
+      return true;
+    } catch (error) {
+      // "ignore": the first write of this (task, idx) is already stored, and stays.
+      if (errorName(error) !== "ConditionalCheckFailedException") throw error;
+      return false;
+    }
   }
 
   async getCheckpoint(scope: ThreadScope & { checkpointId?: string }): Promise<StoredCheckpoint | undefined> {
@@ -379,17 +423,18 @@ export class DynamoDBStore implements CheckpointStore {
     const channels = [...new Set(query.channels)];
     const filter =
       channels.length <= 100
-        ? { FilterExpression: `#ch IN (${channels.map((_, i) => `:c${i}`).join(", ")})`, channels: Object.fromEntries(channels.map((c, i) => [`:c${i}`, c])) }
+        ? // Commit items too: they say which writes of a batch are visible.
+          { FilterExpression: `#ch IN (${channels.map((_, i) => `:c${i}`).join(", ")}) OR attribute_exists(#wc)`, channels: Object.fromEntries(channels.map((c, i) => [`:c${i}`, c])) }
         : undefined;
     const [writeItems, ranges] = await Promise.all([
       this.db.queryAll("Query ancestor writes", "getHistory", {
-        ...this.keyCondition(threadId, "#sk BETWEEN :lo AND :hi", { ":lo": writesPrefix(ns, ids[0]!), ":hi": prefixEnd(writesPrefix(ns, ids[ids.length - 1]!)), ...filter?.channels }, filter ? { "#ch": "ch" } : {}),
+        ...this.keyCondition(threadId, "#sk BETWEEN :lo AND :hi", { ":lo": writesPrefix(ns, ids[0]!), ":hi": prefixEnd(writesPrefix(ns, ids[ids.length - 1]!)), ...filter?.channels }, filter ? { "#ch": "ch", "#wc": "wc" } : {}),
         ...(filter ? { FilterExpression: filter.FilterExpression } : {}),
       }),
       Promise.all(seeds.map((seed) => this.blobRange(threadId, ns, seed.channel, seed.root, seed.version, "getHistory"))),
     ]);
     const writes = new Map<string, WriteRecord[]>();
-    for (const write of (await this.unspillAll(threadId, writeItems, "getHistory")).map(readWrite)) {
+    for (const write of (await this.unspillAll(threadId, visibleWrites(writeItems), "getHistory")).map(readWrite)) {
       if (!members.has(write.checkpointId) || !channels.includes(write.channel)) continue;
       const { checkpointId, ...rest } = write;
       writes.set(checkpointId, [...(writes.get(checkpointId) ?? []), rest]);
@@ -615,7 +660,7 @@ export class DynamoDBStore implements CheckpointStore {
     }
     const pages = await mapLimit(queries, this.db.concurrency, async (q) => {
       const items = await this.db.queryAll("Query writes", operation, this.keyCondition(threadId, "#sk BETWEEN :lo AND :hi", { ":lo": q.lo, ":hi": q.hi }));
-      return (await this.unspillAll(threadId, items, operation)).map((item) => ({ ns: q.ns, write: readWrite(item) })).filter((w) => q.ids.has(w.write.checkpointId));
+      return (await this.unspillAll(threadId, visibleWrites(items), operation)).map((item) => ({ ns: q.ns, write: readWrite(item) })).filter((w) => q.ids.has(w.write.checkpointId));
     });
     return pages.flat();
   }

@@ -6,7 +6,8 @@
  * | ---------- | --------------------------------------------------------------------------------- |
  * | checkpoint | `p` parent id, `c*` checkpoint, `m*` metadata, `mj` metadata JSON, `cv` channel versions (JSON), `dr` delta roots (JSON), `ns` namespace (when hashed in the key) |
  * | blob       | `v*` value, `bv` base version                                                       |
- * | write      | `ch` channel, `v*` value, `tp` task path                                            |
+ * | write      | `ch` channel, `v*` value, `tp` task path, `bt` batch token (in a batch of several)  |
+ * | batch commit | `wc` the batch token                                                            |
  * | chunk      | `d` bytes, `n` chunk count (on index 0)                                              |
  *
  * A value `X` is `Xt` (type), `Xd` (bytes; absent when empty), `Xc` (chunk reference, JSON) and `Xr`
@@ -42,11 +43,12 @@ import {
   parseCheckpointKey,
   parseChunkKey,
   parseWriteKey,
+  writeCommitKey,
   writeKey,
 } from "./keys.js";
 
 /** Attributes a spilled item keeps in place: its keys, and what queries read without loading it. */
-const KEPT_WHEN_SPILLED = new Set([PK, SK, "ch", "p", "x"]);
+const KEPT_WHEN_SPILLED = new Set([PK, SK, "ch", "p", "x", "bt"]);
 
 /** Every attribute name this package writes; a TTL attribute must be another. */
 export const RESERVED_ATTRIBUTES = new Set([
@@ -60,6 +62,7 @@ export const RESERVED_ATTRIBUTES = new Set([
   "tp",
   "d",
   "n",
+  "wc",
 ]);
 
 const s = (value: string): AttributeValue => ({ S: value });
@@ -130,7 +133,11 @@ export function readBlob(item: Item): BlobRecord {
   return blob;
 }
 
-export function writeItem(threadId: string, ns: string, checkpointId: string, write: WriteRecord, extra: Item): Item {
+/**
+ * A write item. `token` is its batch's: a write of a batch of several is visible only once the
+ * batch's commit item ({@link writeCommitItem}) exists, so a batch cut short shows none of its writes.
+ */
+export function writeItem(threadId: string, ns: string, checkpointId: string, write: WriteRecord, extra: Item, token?: string): Item {
   const item: Item = {
     ...keys(threadId, writeKey(ns, checkpointId, write.taskId, write.idx)),
     ch: s(write.channel),
@@ -138,7 +145,22 @@ export function writeItem(threadId: string, ns: string, checkpointId: string, wr
     ...extra,
   };
   if (write.taskPath !== "") item["tp"] = s(write.taskPath);
+  if (token !== undefined) item["bt"] = s(token);
   return item;
+}
+
+/** The item that makes every write of the batch `token` visible at once. */
+export function writeCommitItem(threadId: string, ns: string, checkpointId: string, token: string, extra: Item): Item {
+  return { ...keys(threadId, writeCommitKey(ns, checkpointId, token)), wc: s(token), ...extra };
+}
+
+/**
+ * The write items a reader may see among items of write ranges (commit items included): those of no
+ * batch, and those whose batch's commit item is among the items. Commit items are dropped.
+ */
+export function visibleWrites(items: Item[]): Item[] {
+  const committed = new Set(items.flatMap((item) => (item["wc"]?.S === undefined ? [] : [item["wc"].S])));
+  return items.filter((item) => item["wc"] === undefined && (item["bt"]?.S === undefined || committed.has(item["bt"].S)));
 }
 
 /** A write item as a record, with the checkpoint it belongs to. */

@@ -6,6 +6,7 @@
  * | checkpoint | thread id | `c|` ns `|` checkpoint id                                 |
  * | blob       | thread id | `b|` ns `|` len(channel) channel `|` version              |
  * | write      | thread id | `w|` ns `|` ordered(checkpoint id) `|` len(task) task `|` idx |
+ * | write batch commit | thread id | `w|` ns `|` ordered(checkpoint id) `|!` token         |
  * | chunk      | thread id | `k|` len(hash) hash `|` index                             |
  *
  * - `ns` is the namespace as `len(ns) ns` when it is at most {@link INLINE_NS_BYTES} bytes of UTF-8,
@@ -91,6 +92,12 @@ export const blobKey = (ns: string, channel: string, version: string): string =>
 export const writesPrefix = (ns: string, checkpointId: string): string => `w|${nsKey(ns)}|${ordered(checkpointId)}|`;
 export const writeKey = (ns: string, checkpointId: string, taskId: string, idx: number): string =>
   `${writesPrefix(ns, checkpointId)}${lp(taskId)}|${idx}`;
+/**
+ * The commit item of a batch of writes: its writes carry the token and are visible only once it
+ * exists. It sits in its checkpoint's write range (so the Query that reads the writes reads it), and
+ * `!` never starts a write's task component (three digits), so the two never share a key.
+ */
+export const writeCommitKey = (ns: string, checkpointId: string, token: string): string => `${writesPrefix(ns, checkpointId)}!${token}`;
 export const chunkPrefix = (hash: string): string => `k|${lp(hash)}|`;
 export const chunkKey = (hash: string, index: number): string => `${chunkPrefix(hash)}${index}`;
 

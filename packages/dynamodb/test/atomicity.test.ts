@@ -1,13 +1,14 @@
 // Atomic without transactions: parts first, the checkpoint item last. A put cut short leaves only
 // parts no reader can see, which deleteThread removes; the checkpoint item never lands before the
-// writes in flight for its thread; deleteThread takes checkpoints away before their parts.
+// writes in flight for its thread; a putWrites cut short shows none of its writes; deleteThread takes
+// checkpoints away before their parts.
 import { BatchWriteItemCommand, PutItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { ResumableSaver } from "@resumable/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { DynamoDBStore, type DynamoDBClientLike } from "../src/index.js";
 import { FaultClient } from "./fixtures/fault-client.js";
-import { EMULATORS, blob, chunkOf, cid, clientFor, collect, freshStore, json, rawItems, record, threadId, write } from "./helpers.js";
+import { EMULATORS, blob, chunkOf, cid, clientFor, collect, decode, freshStore, json, rawItems, record, threadId, write } from "./helpers.js";
 
 /** Logs each request as it is sent and as it completes: `send PutItem c`, `done PutItem w`... */
 function logging(inner: DynamoDBClientLike, delayWritesMs = 0): DynamoDBClientLike & { log: string[]; onSend?: (entry: string) => void } {
@@ -31,6 +32,23 @@ function logging(inner: DynamoDBClientLike, delayWritesMs = 0): DynamoDBClientLi
     },
   };
   return wrapper;
+}
+
+/**
+ * A process that dies after `requests` requests: those reach the table, every later one is refused
+ * before it is sent (as SIGKILL leaves the rest of an operation unsent).
+ */
+function dyingAfter(inner: DynamoDBClientLike, requests: number): DynamoDBClientLike & { sent: string[] } {
+  const sent: string[] = [];
+  return {
+    sent,
+    async send(command: any) {
+      if (sent.length >= requests) throw new Error("the process was killed (simulated): this request was never sent");
+      const sk = command instanceof PutItemCommand ? String(command.input.Item?.["sk"]?.S) : "";
+      sent.push(`${String(command.constructor.name).replace(/Command$/, "")} ${sk.slice(0, 1)}`);
+      return inner.send(command);
+    },
+  };
 }
 
 describe.each(EMULATORS)("atomicity on %s", (emulator) => {
@@ -94,6 +112,36 @@ describe.each(EMULATORS)("atomicity on %s", (emulator) => {
     expect(checkpointSent).toBeGreaterThan(slow.log.lastIndexOf("done PutItem w"));
     expect(slow.log.indexOf("send PutItem c")).toBeGreaterThan(slow.log.indexOf("done BatchWriteItem b"));
   });
+
+  it.each([1, 2, 3])(
+    "a putWrites cut short after %i request(s) shows none of its writes, and the task's retry stores every write of its own",
+    async (requests) => {
+      const thread = threadId("torn");
+      await store.putCheckpoint({ record: record(thread, cid(1)), blobs: [], chunks: [] });
+      const scope = { threadId: thread, checkpointNs: "", checkpointId: cid(1) };
+      // One task's writes: LangGraph takes a task with any write on its checkpoint as finished, so a
+      // torn batch (the state update without the edge to the next node) would end the run early.
+      const first = [write("task-1", 0, "log", "first run"), write("task-1", 1, "branch:to:charge", "first run"), write("task-1", 2, "extra", "first run")];
+      const dying = dyingAfter(client, requests);
+      await expect(new DynamoDBStore(dying, { tableName, retry: { maxAttempts: 1, baseDelayMs: 0 } }).putWrites({ ...scope, writes: first, chunks: [], mode: "ignore" })).rejects.toThrow(/killed/);
+      expect(dying.sent.filter((r) => r === "PutItem w").length).toBeGreaterThan(0);
+      // A fresh process reads the checkpoint: no write of the batch is visible.
+      const fresh = new DynamoDBStore(client, { tableName });
+      expect((await fresh.getCheckpoint({ threadId: thread, checkpointNs: "" }))?.writes).toEqual([]);
+      expect((await collect(fresh.listCheckpoints({ threadId: thread })))[0]?.writes).toEqual([]);
+      // LangGraph re-runs the task (its output may differ): every write of the retry is what is stored.
+      const retry = first.map((w) => ({ ...w, value: json("retry") }));
+      await fresh.putWrites({ ...scope, writes: retry, chunks: [], mode: "ignore" });
+      const stored = (await fresh.getCheckpoint({ threadId: thread, checkpointNs: "" }))?.writes ?? [];
+      expect(stored.map((w) => [w.idx, w.channel, decode(w.value)])).toEqual(retry.map((w) => [w.idx, w.channel, "retry"]));
+      // A retry after that changes nothing (insert-or-ignore), and the history reads the same writes.
+      await fresh.putWrites({ ...scope, writes: first, chunks: [], mode: "ignore" });
+      expect(((await fresh.getCheckpoint({ threadId: thread, checkpointNs: "" }))?.writes ?? []).map((w) => decode(w.value))).toEqual(["retry", "retry", "retry"]);
+      await fresh.putCheckpoint({ record: record(thread, cid(2), { parentCheckpointId: cid(1), channelVersions: { log: "2" } }), blobs: [blob("log", "2")], chunks: [] });
+      const history = await fresh.getHistory({ threadId: thread, checkpointNs: "", checkpointId: cid(2), channels: ["log"] });
+      expect(history.ancestors.map((a) => a.writes.map((w) => [w.channel, decode(w.value)]))).toEqual([[["log", "retry"]]]);
+    },
+  );
 
   it("deleteThread removes checkpoints before their parts", async () => {
     const thread = threadId("delete");

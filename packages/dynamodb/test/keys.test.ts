@@ -6,7 +6,7 @@ import type { Checkpoint } from "@langchain/langgraph-checkpoint";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { DynamoDBSaver, type DynamoDBStore } from "../src/index.js";
-import { INLINE_NS_BYTES, blobKey, checkpointKey, chunkKey, nsKey, ordered, parseBlobKey, parseCheckpointKey, parseChunkKey, parseWriteKey, writeKey } from "../src/keys.js";
+import { INLINE_NS_BYTES, blobKey, checkpointKey, chunkKey, nsKey, ordered, parseBlobKey, parseCheckpointKey, parseChunkKey, parseWriteKey, writeCommitKey, writeKey, writesPrefix } from "../src/keys.js";
 import { EMULATORS, clientFor, collect, freshStore, threadId } from "./helpers.js";
 
 const bytes = (s: string) => Buffer.from(s, "utf8");
@@ -46,6 +46,10 @@ describe("key encoding", () => {
         expect(parseCheckpointKey(checkpointKey(ns, id))).toEqual({ ns: ns.length > INLINE_NS_BYTES ? undefined : ns, checkpointId: id });
         expect(parseBlobKey(blobKey(ns, s, id))).toEqual({ channel: s, version: id });
         expect(parseWriteKey(writeKey(ns, id, s, -3))).toEqual({ checkpointId: id, taskId: s, idx: -3 });
+        // A batch commit sits in its checkpoint's write range and never shares a prefix with a write.
+        const commit = writeCommitKey(ns, id, "tok");
+        expect(commit.startsWith(writesPrefix(ns, id))).toBe(true);
+        expect(writeKey(ns, id, s, 0).startsWith(commit.slice(0, writesPrefix(ns, id).length + 1))).toBe(false);
       }
       expect(parseChunkKey(chunkKey(id, 12))).toEqual({ hash: id, index: 12 });
     }

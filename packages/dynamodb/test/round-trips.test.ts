@@ -30,7 +30,7 @@ describe.each(EMULATORS)("requests to DynamoDB on %s", (emulator) => {
     client.destroy();
   });
 
-  it("put: two (blobs, then the checkpoint); putWrites: one per write; getTuple: three in two round trips; history and list: a few whatever the depth", async () => {
+  it("put: two (blobs, then the checkpoint); putWrites: one per write and its batch's commit; getTuple: three in two round trips; history and list: a few whatever the depth", async () => {
     const saver = new DynamoDBSaver(store);
     const thread = threadId("rt");
     const measure = async (name: string, body: () => Promise<unknown>) => {
@@ -49,9 +49,11 @@ describe.each(EMULATORS)("requests to DynamoDB on %s", (emulator) => {
         config = (await saver.put(config, checkpoint(id, { a: i + 1, b: i + 1, c: i + 1 }, values), { source: "loop", step: i, parents: {} }, { a: i + 1, b: i + 1, c: i + 1 })) as typeof config;
       });
       expect(put).toBe(2);
-      expect(await measure("putWrites (3 writes)", () => saver.putWrites(config, [["a", `w${i}`], ["b", i], ["c", null]], `task-${i}`))).toBe(3);
+      // Three conditional puts in parallel, then the commit item that makes them visible together.
+      expect(await measure("putWrites (3 writes)", () => saver.putWrites(config, [["a", `w${i}`], ["b", i], ["c", null]], `task-${i}`))).toBe(4);
     }
     expect(await measure("putWrites (special channels, upsert)", () => saver.putWrites(config, [["__interrupt__", 1], ["__resume__", 2]], "task-x"))).toBe(1);
+    expect(await measure("putWrites (1 write)", () => saver.putWrites(config, [["a", "one"]], "task-one"))).toBe(1);
     expect(await measure("put (no changed channel)", () => saver.put(config, checkpoint("cp-9999", { a: depth, b: depth, c: depth }, {}), { source: "loop", step: depth, parents: {} }, {}))).toBe(1);
     config = { configurable: { ...config.configurable, checkpoint_id: `cp-${String(depth - 1).padStart(4, "0")}` } };
     expect(await measure("getTuple (by id)", () => saver.getTuple(config))).toBe(3);
@@ -69,7 +71,7 @@ describe.each(EMULATORS)("requests to DynamoDB on %s", (emulator) => {
     });
     // One Query of checkpoints, two batch gets of blobs (100 keys each at most), one Query of writes.
     expect(listed).toBe(4);
-    expect(await measure("deleteThread", () => saver.deleteThread(thread))).toBeLessThanOrEqual(2 + 2 + Math.ceil((41 + 120 + 123) / 25));
+    expect(await measure("deleteThread", () => saver.deleteThread(thread))).toBeLessThanOrEqual(2 + 2 + Math.ceil((120 + 124 + 40) / 25)); // checkpoints; blobs, writes and 40 batch commits
   });
 
   it("getDeltaChannelHistory walks hundreds of ancestors in the same few requests at any depth, and finds a seed far up", { timeout: 300_000 }, async () => {
