@@ -178,6 +178,16 @@ export class LeaseLostError extends ResumableError {
     this.currentToken = currentToken;
     this.holder = holder;
   }
+
+  /**
+   * `error instanceof LeaseLostError` holds for a `LeaseLostError` of any copy of `@resumable/core`:
+   * a store loaded through a TypeScript loader, or from CommonJS, may get core's other build, and the
+   * saver and the recovery runner must still recognise its refusals (by `name` and `code`).
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+    return this === LeaseLostError && value instanceof Error && value.name === "LeaseLostError" && (value as { code?: unknown }).code === "LEASE_LOST";
+  }
 }
 
 /** A feature needs a store capability the store does not declare (leases, thread status...). */
