@@ -416,12 +416,20 @@ export async function runTwoProcessInvoke(options: TwoProcessInvokeOptions): Pro
   const threadId = `two-process-${Math.random().toString(36).slice(2, 8)}`;
   const turns = options.turns ?? 4;
   try {
-    const startAt = Date.now() + 1500;
-    await Promise.all(
-      ["first", "second"].map((name) =>
-        oneShot(bundle, { mode: "invoke", workDir, threadId, name, turns, leases: options.leases, startAt, resultFile: join(workDir, `${name}.json`) }, 120_000),
+    const goFile = join(workDir, `${threadId}.go`);
+    const names = ["first", "second"];
+    const readyFile = (name: string) => join(workDir, `${threadId}.${name}.ready`);
+    const runs = Promise.all(
+      names.map((name) =>
+        oneShot(bundle, { mode: "invoke", workDir, threadId, name, turns, leases: options.leases, readyFile: readyFile(name), goFile, resultFile: join(workDir, `${name}.json`) }, 120_000),
       ),
     );
+    // A barrier rather than a start time: on a loaded machine one process may take seconds to start.
+    let settled = false;
+    void runs.finally(() => (settled = true)).catch(() => undefined);
+    while (!settled && !names.every((name) => existsSync(readyFile(name)))) await sleep(5);
+    writeFileSync(goFile, "");
+    await runs;
     const verification = await oneShot<ChaosVerification>(bundle, { mode: "verify", workDir, threadIds: [threadId], resultFile: join(workDir, "verified.json") }, 120_000);
     const log = verification.logs[threadId] ?? [];
     return { forks: verification.forks[threadId] ?? [], inputsInLineage: log.filter((entry) => /^(first|second):\d+$/.test(entry)).length, turns };

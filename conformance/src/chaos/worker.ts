@@ -62,7 +62,7 @@ export type ChaosJob =
     }
   | { mode: "verify"; workDir: string; threadIds: string[]; poisonId?: string; resultFile: string }
   | { mode: "census"; workDir: string; resultFile: string }
-  | { mode: "invoke"; workDir: string; threadId: string; name: string; turns: number; leases: boolean; startAt: number; resultFile: string };
+  | { mode: "invoke"; workDir: string; threadId: string; name: string; turns: number; leases: boolean; readyFile: string; goFile: string; resultFile: string };
 
 /** What `verify` writes. */
 export interface ChaosVerification {
@@ -223,8 +223,10 @@ async function census(saver: ResumableSaver, job: Extract<ChaosJob, { mode: "cen
 async function invoke(saver: ResumableSaver, job: Extract<ChaosJob, { mode: "invoke" }>): Promise<void> {
   const config: RunnableConfig = { configurable: { thread_id: job.threadId } };
   const graph = pausingChainGraph(new Counter(), () => sleep(20)).compile();
-  // Both processes start at the same moment, so that their runs overlap unless leases keep them apart.
-  await sleep(Math.max(0, job.startAt - Date.now()));
+  // Both processes start at the same moment, so that their runs overlap unless leases keep them apart:
+  // each says it is ready (saver open, graph compiled), the harness says go when both are.
+  writeFileSync(job.readyFile, "");
+  while (!existsSync(job.goFile)) await sleep(2);
   let waited = 0;
   for (let turn = 0; turn < job.turns; turn += 1) {
     const input = { log: [`${job.name}:${turn}`] };
