@@ -1,8 +1,11 @@
 /**
  * The chaos test, DBOS-style: several worker processes share one database and resume refund threads
- * while a killer SIGKILLs a random worker every 0.5-2 s (a new one starts in its place). A poison
+ * while a killer strikes a random worker every 0.5-2 s: it SIGKILLs it (a new one starts in its
+ * place) or, at a share of the strikes, freezes it past its lease TTL and thaws it (a stale worker
+ * that wakes up after another took its threads over; fencing must refuse its writes). A poison
  * thread fails every time. At the end every thread must be done, or dead-lettered (the poison one,
- * after `maxAttempts` attempts), every card charged exactly once, every e-mail sent once, and no
+ * after `maxAttempts` attempts, with its error in its status, in `listThreads` and in `getState()`),
+ * every card charged exactly once, every e-mail sent once, and no
  * thread may have a checkpoint with two children.
  *
  * @module

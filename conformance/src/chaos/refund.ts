@@ -17,6 +17,7 @@ export const POISON_ORDER = "POISON";
 /** The message the poison thread fails with. */
 export const POISON_MESSAGE = "the policy service rejects order POISON (a poison thread: it fails the same way every time)";
 
+/** The refund thread's state: the order, then what each step found or did. */
 export const ChaosRefundState = Annotation.Root({
   orderId: Annotation<string>(),
   customer: Annotation<string>(),
@@ -62,10 +63,12 @@ export class ChaosLedger {
     }
   }
 
+  /** Charges the card once per idempotency key; returns whether this call charged it. */
   charge(key: string, record: EffectRecord): boolean {
     return this.once("charges", key, record);
   }
 
+  /** Sends the e-mail once per idempotency key; returns whether this call sent it. */
   email(key: string, record: EffectRecord): boolean {
     return this.once("emails", key, record);
   }
