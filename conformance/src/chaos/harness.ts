@@ -50,8 +50,8 @@ export interface ChaosOptions {
   /**
    * The share of strikes that freeze a worker (SIGSTOP) for longer than the lease TTL, then thaw it
    * (SIGCONT), instead of killing it: a stale worker, whose leases others take over while it sleeps,
-   * wakes up in the middle of its nodes and tries to write. Spread evenly: 0.25 freezes every fourth
-   * strike. Default 0.25.
+   * wakes up in the middle of its nodes and tries to write. Spread evenly from the first strike: 0.25
+   * freezes strikes 1, 5, 9... Default 0.25.
    */
   freezeShare?: number;
   /** Attempts before a thread is dead-lettered. Default 4. */
@@ -235,8 +235,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         const victims = [...live.values()].filter((proc) => proc.child.exitCode === null && proc.child.signalCode === null && !frozen.has(proc.child));
         const victim = victims[Math.floor(Math.random() * victims.length)];
         strikes += 1;
-        // Freezes spread evenly over the strikes (every fourth one at 0.25), so that every run has some.
-        const freeze = Math.floor(strikes * freezeShare) > Math.floor((strikes - 1) * freezeShare);
+        // Freezes spread evenly over the strikes, starting with the first (at 0.25: strikes 1, 5, 9...),
+        // so that every run has some, however short.
+        const freeze = Math.ceil(strikes * freezeShare) > Math.ceil((strikes - 1) * freezeShare);
         if (victim && freeze) {
           // Frozen past its TTL: its leases expire, another worker takes its threads over, then it wakes up.
           if (victim.child.kill("SIGSTOP")) {
@@ -379,7 +380,7 @@ export function formatChaosReport(report: ChaosReport): string {
       `poison: ${report.poison ? `${report.poison.state} after ${report.poison.attempts} attempts (${report.poison.error ?? "no error"})` : "no status"}`,
     `  cards charged ${report.charges.orders} (${report.charges.calls} charge calls, ${report.charges.twice} orders charged twice); ` +
       `e-mails ${report.emails.threads} (${report.emails.calls} calls, ${report.emails.twice} sent twice)`,
-    `  resumes ${report.resumes}, stopped by a lease takeover ${report.leaseLost} (and ${report.reviewsLost} reviews), interrupts answered ${report.reviewed}; ${report.checkpoints} checkpoints read back, ${report.forks.length} forks`,
+    `  attempts (resumes the runners counted) ${report.resumes}, dead letters ${report.deadLettered}, stopped by a lease takeover ${report.leaseLost} (and ${report.reviewsLost} reviews), interrupts answered ${report.reviewed}; ${report.checkpoints} checkpoints read back, ${report.forks.length} forks`,
   ];
   for (const failure of report.failures.slice(0, 20)) lines.push(`  ✗ ${failure}`);
   if (report.failures.length > 20) lines.push(`  … and ${report.failures.length - 20} more`);
