@@ -1,6 +1,6 @@
 /**
  * The DynamoDB {@link CheckpointStore}: one table, one partition per thread, atomic without
- * transactions.
+ * transactions (the `manyWorkers` option, leases and thread status, uses them).
  *
  * @module
  */
@@ -11,6 +11,10 @@ import {
   GetItemCommand,
   PutItemCommand,
   ScanCommand,
+  TransactWriteItemsCommand,
+  UpdateItemCommand,
+  type TransactWriteItem,
+  type UpdateItemCommandOutput,
   type DynamoDBClientConfig,
   type GetItemCommandOutput,
   type QueryCommandInput,
@@ -19,7 +23,12 @@ import {
 import {
   ID_RULES,
   InvalidConfigError,
+  LeaseLostError,
   StoreClosedError,
+  THREAD_STATES,
+  ValueTooLargeError,
+  applyPatchToRecord,
+  recordOfWrite,
   canonicalJsonText,
   checkIdentifier,
   type BlobRecord,
@@ -29,7 +38,16 @@ import {
   type HistoryAncestor,
   type HistoryQuery,
   type HistoryResult,
+  type Lease,
+  type LeaseClaim,
+  type LeaseFence,
+  type LeaseState,
   type ListCheckpointsQuery,
+  type ListThreadsQuery,
+  type PatchThreadStatusRequest,
+  type ThreadState,
+  type ThreadStatusPatch,
+  type ThreadStatusRecord,
   type PutCheckpointRequest,
   type PutWritesRequest,
   type SerializedValue,
@@ -40,8 +58,8 @@ import {
   type WriteRecord,
 } from "@resumable/core";
 
-import { errorName } from "./errors.js";
-import { DEFAULT_MAX_ITEM_BYTES, DYNAMODB_ITEM_LIMIT, type Item } from "./item-size.js";
+import { DynamoDBTransactionError, errorName } from "./errors.js";
+import { DEFAULT_MAX_ITEM_BYTES, DYNAMODB_ITEM_LIMIT, itemSize, type Item } from "./item-size.js";
 import {
   blobItem,
   checkpointItem,
@@ -57,7 +75,8 @@ import {
   writeCommitItem,
   writeItem,
 } from "./items.js";
-import { PK, SK, blobKey, checkpointKey, chunkKey, checkpointPrefix, parseCheckpointKey, prefixEnd, writesPrefix } from "./keys.js";
+import { LEASE_KEY, PK, SK, blobKey, checkpointKey, chunkKey, checkpointPrefix, parseCheckpointKey, prefixEnd, writesPrefix } from "./keys.js";
+import { STATUS_INDEX, STATUS_INDEX_PK, STATUS_INDEX_SK, leaseKey, readLease, readStatus, statusIndexKey, statusItem, statusKey, timeKey } from "./many-workers.js";
 import { setupTable, type CreateTableOptions } from "./table.js";
 import { TableClient, mapLimit, type DynamoDBClientLike, type DynamoDBRetryOptions, type Key } from "./table-client.js";
 import { ThreadTtl, type DynamoDBTtlOptions } from "./thread-ttl.js";
@@ -88,6 +107,17 @@ export interface DynamoDBStoreOptions {
   concurrency?: number;
   /** Names the endpoint in error messages. Default: taken from the client when it says. */
   endpoint?: string;
+  /**
+   * Several worker processes on one table (default `false`): thread leases with fencing tokens and a
+   * status per thread (`capabilities.leases` and `capabilities.threadStatus`, what
+   * `@resumable/recovery` needs). Adds a lease item and a status item per thread and a global
+   * secondary index of the status items (`threads-by-status`, created or added by `setup()` with
+   * `createTable`). Needs `TransactWriteItems`: a fenced write's commit point and a ConditionCheck on
+   * the lease item are one transaction, as are a root checkpoint and its status. `setup()` refuses an
+   * endpoint without transactions (dynalite) with an `InvalidConfigError`. Off, nothing of this is
+   * written or read and no request changes.
+   */
+  manyWorkers?: boolean;
 }
 
 /** Options of {@link DynamoDBStore.connect}: the store's and the client's. */
@@ -97,6 +127,14 @@ export interface DynamoDBConnectOptions extends DynamoDBStoreOptions {
 }
 
 const STORE = "DynamoDBStore";
+/** Bytes the items of a fenced special-channel putWrites may take in its transaction (DynamoDB allows 4 MB in all). */
+const TRANSACTION_BUDGET = 3_400_000;
+/** Actions one TransactWriteItems may hold. */
+const MAX_TRANSACTION_ACTIONS = 100;
+/** Tries of one commit through refused status revisions, conflicts and throttling. */
+const MAX_COMMIT_ATTEMPTS = 10;
+/** Cancellation reasons that a retry may get past. */
+const RETRYABLE_REASONS = new Set(["TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"]);
 /** Bytes a chunk item needs besides its data: keys at their longest, attribute names, `n`. */
 const CHUNK_OVERHEAD = 1024;
 const HASH_RULE = { field: "chunk hash", maxBytes: 512 };
@@ -113,6 +151,10 @@ type Value = SerializedValue;
  *   batch's commit item, written after them, exists: a call cut short shows none of its writes.
  * - Reads are strongly consistent Queries in reverse sort-key order; a checkpoint comes back with its
  *   blobs (BatchGetItem, a BETWEEN Query per delta range), its writes (one Query) and its chunks.
+ * - With `manyWorkers` (off by default; needs TransactWriteItems), leases and thread status: a fenced
+ *   write's commit point is a transaction with a ConditionCheck on the thread's lease item, a root
+ *   checkpoint's status is written in the same transaction, and `listThreads` pages a sparse GSI,
+ *   reading every entry back consistently.
  *
  * @example
  * ```ts
@@ -135,6 +177,7 @@ export class DynamoDBStore implements CheckpointStore {
   private readonly consistent: boolean;
   /** putWrites calls in flight per thread: a checkpoint item waits for them (see putCheckpoint). */
   private readonly writesInFlight = new Map<string, Set<Promise<void>>>();
+  private readonly manyWorkers: boolean;
   private ownsClient = false;
   private closed = false;
 
@@ -159,7 +202,16 @@ export class DynamoDBStore implements CheckpointStore {
     this.chunkBytes = this.itemLimit - overhead;
     this.pageSize = Math.max(1, Math.floor(options.pageSize ?? 50));
     this.consistent = options.consistentRead ?? true;
-    this.capabilities = { maxItemBytes: this.chunkBytes, nativeMetadataFilter: true, persistent: true, commandEvents: true, valueRefs: true, deltaRanges: true };
+    this.manyWorkers = options.manyWorkers === true;
+    this.capabilities = {
+      maxItemBytes: this.chunkBytes,
+      nativeMetadataFilter: true,
+      persistent: true,
+      commandEvents: true,
+      valueRefs: true,
+      deltaRanges: true,
+      ...(this.manyWorkers ? { leases: true, threadStatus: true } : {}),
+    };
   }
 
   /** A store with a `DynamoDBClient` of its own (from `clientConfig`), destroyed by `close()`. Does not run `setup()`. */
@@ -182,7 +234,7 @@ export class DynamoDBStore implements CheckpointStore {
    */
   async setup(): Promise<void> {
     this.check();
-    await setupTable(this.db, this.createTable, this.ttl?.enableOnTable ? this.ttl.attribute : undefined);
+    await setupTable(this.db, this.createTable, this.ttl?.enableOnTable ? this.ttl.attribute : undefined, this.manyWorkers);
   }
 
   async putCheckpoint(request: PutCheckpointRequest): Promise<void> {
@@ -205,7 +257,26 @@ export class DynamoDBStore implements CheckpointStore {
     // become durable before the writes this process has in flight for its thread, or a crash leaves
     // an input checkpoint whose input is lost.
     await Promise.allSettled([...(this.writesInFlight.get(record.threadId) ?? [])]);
-    await this.db.send("PutItem checkpoint", "putCheckpoint", new PutItemCommand({ TableName: this.tableName, Item: main }));
+    if (request.fence === undefined && request.status === undefined) {
+      await this.db.send("PutItem checkpoint", "putCheckpoint", new PutItemCommand({ TableName: this.tableName, Item: main }));
+      return;
+    }
+    // manyWorkers: the checkpoint item, the lease check and the status are one transaction.
+    const { status } = request;
+    await this.commit("putCheckpoint", record.threadId, request.fence, [{ Put: { TableName: this.tableName, Item: main } }], async (statusRefused) => {
+      // Refused: the stored status names a later checkpoint and stays (a late put never moves a thread back).
+      if (status === undefined || statusRefused) return undefined;
+      const next = recordOfWrite(record.threadId, record.checkpointId, status, undefined)!;
+      return {
+        Put: {
+          TableName: this.tableName,
+          Item: this.statusItemOf(next, extra),
+          ConditionExpression: "attribute_not_exists(#pk) OR #ci <= :ci",
+          ExpressionAttributeNames: { "#pk": PK, "#ci": "ci" },
+          ExpressionAttributeValues: { ":ci": { S: record.checkpointId } },
+        },
+      };
+    });
   }
 
   async putWrites(request: PutWritesRequest): Promise<void> {
@@ -237,17 +308,31 @@ export class DynamoDBStore implements CheckpointStore {
     // task's writes, which LangGraph takes for the whole task (it does not run a task that has writes):
     // the state update without the edge to the next node. So the writes of such a batch carry a token
     // and stay invisible until the batch's commit item, written after all of them, exists.
-    const token = request.mode === "ignore" && byKey.size > 1 ? randomBytes(12).toString("base64url") : undefined;
+    const { fence, status } = request;
+    // With a fence, every "ignore" call is a batch, even of one write: its commit item is the one item
+    // the transaction with the lease check has to write.
+    const token = request.mode === "ignore" && (byKey.size > 1 || (fence !== undefined && byKey.size > 0)) ? randomBytes(12).toString("base64url") : undefined;
+    // A fenced "upsert" writes its items in the transaction (at most 4 MB in all): each gets a share.
+    const limit = fence !== undefined && request.mode === "upsert" ? Math.min(this.itemLimit, Math.floor(TRANSACTION_BUDGET / Math.max(1, byKey.size))) : this.itemLimit;
     const items = [...byKey.values()].map((write) =>
-      this.fit(writeItem(threadId, ns, checkpointId, write, extra, token), extra, spill, () => `write "${write.channel}" of task ${write.taskId}`),
+      fitItem(writeItem(threadId, ns, checkpointId, write, extra, token), limit, this.chunkBytes, extra, spill, () => `write "${write.channel}" of task ${write.taskId}`),
     );
     const chunks = [...this.chunkItems(threadId, request.chunks, extra), ...spill];
     // Chunks first: a write is visible as soon as it (or its batch's commit item) lands.
     if (chunks.length > 0) await this.db.putAll("putWrites", uniqueItems(chunks));
+    const patch = status === undefined ? undefined : () => this.patchAction(threadId, status, "putWrites");
     if (request.mode === "upsert") {
+      if (fence !== undefined) {
+        if (items.length > MAX_TRANSACTION_ACTIONS - 2) {
+          throw new InvalidConfigError("writes", `${STORE}: a fenced putWrites of special channels holds ${items.length} writes; one transaction takes at most ${MAX_TRANSACTION_ACTIONS - 2}.`);
+        }
+        await this.commit("putWrites", threadId, fence, items.map((Item) => ({ Put: { TableName: this.tableName, Item } })), patch);
+        return;
+      }
       // Special channels only; one request (BatchWriteItem for several) replaces them.
       if (items.length > 1) await this.db.putAll("putWrites", items);
       else if (items.length === 1) await this.db.send("PutItem write", "putWrites", new PutItemCommand({ TableName: this.tableName, Item: items[0] }));
+      if (patch) await this.commit("putWrites", threadId, undefined, [], patch);
       return;
     }
     const stored = await mapLimit(items, this.db.concurrency, (Item) => this.putIfAbsent(Item));
@@ -269,9 +354,16 @@ export class DynamoDBStore implements CheckpointStore {
       );
       replaced = retried.filter(Boolean).length;
     }
+    if (fence !== undefined) {
+      // The commit item is the commit point: written only while the lease holds, with the status change.
+      const commitItem = token === undefined ? [] : [{ Put: { TableName: this.tableName, Item: writeCommitItem(threadId, ns, checkpointId, token, extra) } }];
+      await this.commit("putWrites", threadId, fence, commitItem, patch);
+      return;
+    }
     if (token !== undefined && taken.length - replaced < items.length) {
       await this.db.send("PutItem write commit", "putWrites", new PutItemCommand({ TableName: this.tableName, Item: writeCommitItem(threadId, ns, checkpointId, token, extra) }));
     }
+    if (patch) await this.commit("putWrites", threadId, undefined, [], patch);
   }
 
   /**
@@ -296,6 +388,309 @@ export class DynamoDBStore implements CheckpointStore {
       // "ignore": the first write of this (task, idx) is already stored, and stays.
       if (errorName(error) !== "ConditionalCheckFailedException") throw error;
       return false;
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // manyWorkers: leases, fencing and thread status (see many-workers.ts for the items).
+  // -------------------------------------------------------------------------------------------------
+
+  /**
+   * Writes a commit point: the actions, with a ConditionCheck on the lease item first when `fence` is
+   * given and the status action `status` returns last, as one TransactWriteItems (one conditional
+   * PutItem when a single put needs no lease check). A refused lease check is {@link LeaseLostError};
+   * a refused status action calls `status(true)` again (a patch re-reads the record; a put's status
+   * gives way to a later checkpoint's) and retries; transaction conflicts and throttling are retried
+   * with backoff; anything else is {@link DynamoDBTransactionError}.
+   */
+  private async commit(
+    operation: string,
+    threadId: string,
+    fence: LeaseFence | undefined,
+    actions: TransactWriteItem[],
+    status?: (refused: boolean) => Promise<TransactWriteItem | undefined>,
+  ): Promise<void> {
+    let refused = false;
+    for (let attempt = 1; ; attempt += 1) {
+      const statusAction = status ? await status(refused) : undefined;
+      const items: TransactWriteItem[] = [...(fence ? [this.fenceCheck(threadId, fence)] : []), ...actions, ...(statusAction ? [statusAction] : [])];
+      if (items.length === 0) return;
+      let codes: string[];
+      let cause: unknown;
+      const single = items[0]!.Put;
+      if (fence === undefined && items.length === 1 && single) {
+        try {
+          await this.db.send(statusAction ? "PutItem status" : "PutItem checkpoint", operation, new PutItemCommand(single));
+          return;
+        } catch (error) {
+          if (errorName(error) !== "ConditionalCheckFailedException") throw error;
+          codes = ["ConditionalCheckFailed"];
+          cause = error;
+        }
+      } else {
+        try {
+          await this.db.send(`TransactWriteItems ${operation}`, operation, new TransactWriteItemsCommand({ TransactItems: items }));
+          return;
+        } catch (error) {
+          if (errorName(error) !== "TransactionCanceledException") throw error;
+          const reasons = (error as { CancellationReasons?: Array<{ Code?: string }> }).CancellationReasons ?? [];
+          codes = items.map((_, i) => reasons[i]?.Code ?? "None");
+          cause = error;
+        }
+      }
+      if (fence !== undefined && codes[0] === "ConditionalCheckFailed") throw await this.leaseLost(threadId, fence, operation);
+      const last = items.length - 1;
+      if (statusAction !== undefined && codes[last] === "ConditionalCheckFailed" && codes.every((c, i) => i === last || c === "None")) {
+        refused = true;
+        if (attempt < MAX_COMMIT_ATTEMPTS) continue;
+      } else if (codes.some((c) => RETRYABLE_REASONS.has(c)) && codes.every((c) => c === "None" || RETRYABLE_REASONS.has(c)) && attempt < MAX_COMMIT_ATTEMPTS) {
+        await this.db.backoff(attempt);
+        continue;
+      }
+      throw new DynamoDBTransactionError(this.tableName, operation, codes, cause);
+    }
+  }
+
+  /** The ConditionCheck of a fenced write: the lease item still holds the token and was not released. */
+  private fenceCheck(threadId: string, fence: LeaseFence): TransactWriteItem {
+    return {
+      ConditionCheck: {
+        TableName: this.tableName,
+        Key: leaseKey(threadId),
+        ConditionExpression: "#tk = :tk AND #rl = :f",
+        ExpressionAttributeNames: { "#tk": "tk", "#rl": "rl" },
+        ExpressionAttributeValues: { ":tk": { N: String(fence.token) }, ":f": { BOOL: false } },
+      },
+    };
+  }
+
+  /** The error of a refused fenced call, with the thread's current token and holder (one GetItem). */
+  private async leaseLost(threadId: string, fence: LeaseFence, operation: string): Promise<LeaseLostError> {
+    const lease = await this.readLease(threadId, operation);
+    return new LeaseLostError(threadId, fence.token, lease ? { token: lease.token, holder: lease.released ? null : lease.workerId } : {}, operation);
+  }
+
+  private async readLease(threadId: string, operation: string): Promise<LeaseState | undefined> {
+    const out = await this.db.send<GetItemCommandOutput>("GetItem lease", operation, new GetItemCommand({ TableName: this.tableName, Key: leaseKey(threadId), ConsistentRead: true }));
+    return out.Item ? readLease(threadId, out.Item as Item) : undefined;
+  }
+
+  /** The thread's status item (strongly consistent), unless missing or expired. */
+  private async readStatusItem(threadId: string, operation: string): Promise<Item | undefined> {
+    const out = await this.db.send<GetItemCommandOutput>("GetItem status", operation, new GetItemCommand({ TableName: this.tableName, Key: statusKey(threadId), ConsistentRead: true }));
+    const item = out.Item as Item | undefined;
+    return item && this.live(item) ? item : undefined;
+  }
+
+  /** A status item for `record`, with a new revision, checked against the item limit. */
+  private statusItemOf(record: ThreadStatusRecord, extra: Item): Item {
+    const item = statusItem(record, extra, randomBytes(9).toString("base64url"));
+    const size = itemSize(item);
+    if (size > this.itemLimit) {
+      throw new ValueTooLargeError(`the status of thread ${JSON.stringify(record.threadId)}`, size, this.itemLimit, "Its error message and interrupt values must fit one item.");
+    }
+    return item;
+  }
+
+  /**
+   * The conditional put that applies `patch` to the thread's status as read now (conditional on the
+   * revision read), or `undefined` when the thread has no status or it names another checkpoint.
+   */
+  private async patchAction(threadId: string, patch: ThreadStatusPatch, operation: string, found?: (record: ThreadStatusRecord | undefined) => void): Promise<TransactWriteItem | undefined> {
+    const item = await this.readStatusItem(threadId, operation);
+    const next = item ? applyPatchToRecord(readStatus(item), patch) : undefined;
+    found?.(next);
+    if (!item || !next) return undefined;
+    const epoch = this.ttl ? item[this.ttl.attribute] : undefined;
+    return {
+      Put: {
+        TableName: this.tableName,
+        Item: this.statusItemOf(next, this.ttl && epoch ? { [this.ttl.attribute]: epoch } : {}),
+        ConditionExpression: "#rv = :rv",
+        ExpressionAttributeNames: { "#rv": "rv" },
+        ExpressionAttributeValues: { ":rv": item["rv"] ?? { S: "" } },
+      },
+    };
+  }
+
+  /** Claims the thread's lease item with one conditional UpdateItem (the claiming process's clock judges expiry). */
+  async claimLease(claim: LeaseClaim): Promise<Lease | undefined> {
+    this.check();
+    this.checkManyWorkers("claimLease");
+    checkIdentifier(claim.threadId, ID_RULES.threadId, STORE);
+    checkLeaseArgs(claim.workerId, claim.ttlMs);
+    const now = Date.now();
+    try {
+      const out = await this.db.send<UpdateItemCommandOutput>(
+        "UpdateItem claim lease",
+        "claimLease",
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: leaseKey(claim.threadId),
+          UpdateExpression: "SET #tk = if_not_exists(#tk, :zero) + :one, #wk = :w, #ex = :ex, #rl = :f",
+          ConditionExpression: "attribute_not_exists(#pk) OR #rl = :t OR #wk = :w OR #ex <= :now",
+          ExpressionAttributeNames: { "#pk": PK, "#tk": "tk", "#wk": "wk", "#ex": "ex", "#rl": "rl" },
+          ExpressionAttributeValues: {
+            ":zero": { N: "0" },
+            ":one": { N: "1" },
+            ":w": { S: claim.workerId },
+            ":ex": { N: String(now + claim.ttlMs) },
+            ":now": { N: String(now) },
+            ":f": { BOOL: false },
+            ":t": { BOOL: true },
+          },
+          ReturnValues: "ALL_NEW",
+        }),
+      );
+      const { released: _released, ...lease } = readLease(claim.threadId, out.Attributes as Item);
+      return lease;
+    } catch (error) {
+      // Held by another worker, unexpired.
+      if (errorName(error) === "ConditionalCheckFailedException") return undefined;
+      throw error;
+    }
+  }
+
+  async renewLease(lease: Lease, ttlMs: number): Promise<Lease> {
+    this.check();
+    this.checkManyWorkers("renewLease");
+    checkIdentifier(lease.threadId, ID_RULES.threadId, STORE);
+    checkLeaseArgs(lease.workerId, ttlMs);
+    try {
+      const out = await this.db.send<UpdateItemCommandOutput>(
+        "UpdateItem renew lease",
+        "renewLease",
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: leaseKey(lease.threadId),
+          UpdateExpression: "SET #ex = :ex",
+          ConditionExpression: "#tk = :tk AND #rl = :f",
+          ExpressionAttributeNames: { "#tk": "tk", "#ex": "ex", "#rl": "rl" },
+          ExpressionAttributeValues: { ":tk": { N: String(lease.token) }, ":ex": { N: String(Date.now() + ttlMs) }, ":f": { BOOL: false } },
+          ReturnValues: "ALL_NEW",
+        }),
+      );
+      const { released: _released, ...renewed } = readLease(lease.threadId, out.Attributes as Item);
+      return renewed;
+    } catch (error) {
+      if (errorName(error) !== "ConditionalCheckFailedException") throw error;
+      throw await this.leaseLost(lease.threadId, lease, "renewLease");
+    }
+  }
+
+  async releaseLease(lease: Lease): Promise<void> {
+    this.check();
+    this.checkManyWorkers("releaseLease");
+    checkIdentifier(lease.threadId, ID_RULES.threadId, STORE);
+    try {
+      await this.db.send(
+        "UpdateItem release lease",
+        "releaseLease",
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: leaseKey(lease.threadId),
+          UpdateExpression: "SET #rl = :t",
+          ConditionExpression: "#tk = :tk",
+          ExpressionAttributeNames: { "#tk": "tk", "#rl": "rl" },
+          ExpressionAttributeValues: { ":tk": { N: String(lease.token) }, ":t": { BOOL: true } },
+        }),
+      );
+    } catch (error) {
+      // No longer current (or never claimed): nothing to give up.
+      if (errorName(error) !== "ConditionalCheckFailedException") throw error;
+    }
+  }
+
+  async getLease(threadId: string): Promise<LeaseState | undefined> {
+    this.check();
+    this.checkManyWorkers("getLease");
+    checkIdentifier(threadId, ID_RULES.threadId, STORE);
+    return this.readLease(threadId, "getLease");
+  }
+
+  async getThreadStatus(threadId: string): Promise<ThreadStatusRecord | undefined> {
+    this.check();
+    this.checkManyWorkers("getThreadStatus");
+    checkIdentifier(threadId, ID_RULES.threadId, STORE);
+    const item = await this.readStatusItem(threadId, "getThreadStatus");
+    return item ? readStatus(item) : undefined;
+  }
+
+  /**
+   * Pages through the status index, one Query per state, merged. The index is eventually consistent,
+   * so every entry is read back (BatchGetItem, strongly consistent) and kept only when the status item
+   * still has that state and time: a thread that just changed may be missing from one listing.
+   */
+  async listThreads(query: ListThreadsQuery): Promise<ThreadStatusRecord[]> {
+    this.check();
+    this.checkManyWorkers("listThreads");
+    const limit = query.limit;
+    if (!Number.isInteger(limit) || limit < 1) throw new InvalidConfigError("limit", `${STORE}: listThreads needs a positive integer limit, got ${String(limit)}.`);
+    if (query.olderThan !== undefined && !(query.olderThan > 0)) return [];
+    const lists = await Promise.all((query.states ?? THREAD_STATES).map((state) => this.listState(state, query)));
+    return lists
+      .flat()
+      .sort((a, b) => a.updatedAt - b.updatedAt || compareBytes(a.threadId, b.threadId))
+      .slice(0, limit);
+  }
+
+  private async listState(state: ThreadState, query: ListThreadsQuery): Promise<ThreadStatusRecord[]> {
+    const after = query.after ? statusIndexKey(query.after.updatedAt, query.after.threadId) : undefined;
+    const before = query.olderThan !== undefined && query.olderThan <= Number.MAX_SAFE_INTEGER ? timeKey(Math.ceil(query.olderThan)) : undefined;
+    if (after !== undefined && before !== undefined && compareBytes(after, before) >= 0) return [];
+    const values: Record<string, { S: string }> = { ":s": { S: state } };
+    let condition = "#gs = :s";
+    if (after !== undefined && before !== undefined) {
+      // BETWEEN is inclusive: no key equals `before` (keys go on with "#"), the one equal to `after` is skipped below.
+      condition += " AND #gu BETWEEN :lo AND :hi";
+      values[":lo"] = { S: after };
+      values[":hi"] = { S: before };
+    } else if (after !== undefined) {
+      condition += " AND #gu > :lo";
+      values[":lo"] = { S: after };
+    } else if (before !== undefined) {
+      condition += " AND #gu < :hi";
+      values[":hi"] = { S: before };
+    }
+    const out: ThreadStatusRecord[] = [];
+    const pages = this.db.query("Query status index", "listThreads", {
+      IndexName: STATUS_INDEX,
+      KeyConditionExpression: condition,
+      ExpressionAttributeNames: { "#gs": STATUS_INDEX_PK, ...(condition.includes("#gu") ? { "#gu": STATUS_INDEX_SK } : {}) },
+      ExpressionAttributeValues: values,
+      Limit: query.limit + 1,
+    });
+    for await (const page of pages) {
+      const entries = page.filter((entry) => entry[STATUS_INDEX_SK]?.S !== after && entry[PK]?.S !== undefined);
+      if (entries.length > 0) {
+        const items = await this.db.batchGet("listThreads", entries.map((entry) => ({ pk: entry[PK]!.S!, sk: entry[SK]!.S! })), true);
+        const byThread = new Map(items.map((item) => [item[PK]!.S!, item]));
+        for (const entry of entries) {
+          const item = byThread.get(entry[PK]!.S!);
+          // The index lags the items: keep an entry only when its item still says so.
+          if (!item || !this.live(item) || item["st"]?.S !== state || item[STATUS_INDEX_SK]?.S !== entry[STATUS_INDEX_SK]?.S) continue;
+          out.push(readStatus(item));
+        }
+      }
+      if (out.length >= query.limit) break;
+    }
+    return out;
+  }
+
+  async patchThreadStatus(request: PatchThreadStatusRequest): Promise<ThreadStatusRecord | undefined> {
+    this.check();
+    this.checkManyWorkers("patchThreadStatus");
+    checkIdentifier(request.threadId, ID_RULES.threadId, STORE);
+    let result: ThreadStatusRecord | undefined;
+    await this.commit("patchThreadStatus", request.threadId, request.fence, [], (): Promise<TransactWriteItem | undefined> =>
+      this.patchAction(request.threadId, request.patch, "patchThreadStatus", (record) => (result = record)),
+    );
+    return result;
+  }
+
+  private checkManyWorkers(operation: string): void {
+    if (!this.manyWorkers) {
+      throw new InvalidConfigError("manyWorkers", `${STORE}: ${operation}() needs the manyWorkers option (leases and thread status, on an endpoint with TransactWriteItems).`);
     }
   }
 
@@ -509,7 +904,9 @@ export class DynamoDBStore implements CheckpointStore {
     checkIdentifier(threadId, ID_RULES.threadId, STORE);
     const remove = async (condition: string | undefined, values: Record<string, string>) => {
       const items = await this.db.queryAll("Query thread keys", "deleteThread", { ...this.keyCondition(threadId, condition, values), ProjectionExpression: "#pk, #sk" });
-      await this.db.batchWrite("deleteThread", items.map((item) => ({ DeleteRequest: { Key: itemKey(item[PK]!.S!, item[SK]!.S!) } })));
+      // The lease item stays (manyWorkers): its token must keep growing for a new thread of this id.
+      const doomed = items.filter((item) => item[SK]!.S! !== LEASE_KEY);
+      await this.db.batchWrite("deleteThread", doomed.map((item) => ({ DeleteRequest: { Key: itemKey(item[PK]!.S!, item[SK]!.S!) } })));
     };
     await remove("begins_with(#sk, :lo)", { ":lo": "c|" });
     await remove(undefined, {});
@@ -748,6 +1145,11 @@ function checkRecord(record: CheckpointRecord): void {
 function checkBlobKey(channel: string, version: string): void {
   checkIdentifier(channel, ID_RULES.channel, STORE);
   checkIdentifier(version, ID_RULES.version, STORE);
+}
+
+function checkLeaseArgs(workerId: string, ttlMs: number): void {
+  if (typeof workerId !== "string" || workerId === "") throw new InvalidConfigError("workerId", `${STORE}: a lease needs a non-empty workerId, got ${JSON.stringify(workerId)}.`);
+  if (!Number.isSafeInteger(ttlMs) || ttlMs < 1) throw new InvalidConfigError("ttlMs", `${STORE}: a lease's ttlMs must be a positive integer, got ${String(ttlMs)}.`);
 }
 
 function checkWrite(write: WriteRecord): void {

@@ -47,6 +47,31 @@ export class DynamoDBUnavailableError extends ResumableError {
   }
 }
 
+/**
+ * DynamoDB cancelled a transaction (`TransactWriteItems`, used with `manyWorkers`) for a reason other
+ * than the thread's lease (that is {@link LeaseLostError} from `@resumable/core`): a conflict with
+ * another transaction or throttling that outlasted the retries, a validation error, an item too large.
+ * Nothing of the transaction was written; parts written before it (blobs, chunks, batch writes) stay
+ * invisible, as after a crash. Retrying the call is safe.
+ */
+export class DynamoDBTransactionError extends ResumableError {
+  /** The store operation (`"putCheckpoint"`...). */
+  readonly operation: string;
+  /** DynamoDB's cancellation reason codes, one per action of the transaction (`"None"` for those that were fine). */
+  readonly reasons: string[];
+  constructor(table: string, operation: string, reasons: string[], cause?: unknown) {
+    super(
+      "STORE_TRANSACTION_CANCELLED",
+      `DynamoDB cancelled the transaction of ${operation} on table "${table}" (reasons per action: ${reasons.join(", ") || "none given"}). ` +
+        `Nothing of it was written and retrying is safe. TransactionConflict or throttling that persists means heavy contention on one thread ` +
+        `or too little capacity; a ValidationException means the request is beyond DynamoDB's transaction limits (100 actions, 4 MB).`,
+      { cause },
+    );
+    this.operation = operation;
+    this.reasons = reasons;
+  }
+}
+
 /** Error names DynamoDB uses for throttling and transient server faults: retried with backoff. */
 export const RETRYABLE_ERRORS = new Set([
   "ProvisionedThroughputExceededException",

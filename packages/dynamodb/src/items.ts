@@ -46,6 +46,7 @@ import {
   writeCommitKey,
   writeKey,
 } from "./keys.js";
+import { MANY_WORKERS_ATTRIBUTES } from "./many-workers.js";
 
 /** Attributes a spilled item keeps in place: its keys, and what queries read without loading it. */
 const KEPT_WHEN_SPILLED = new Set([PK, SK, "ch", "p", "x", "bt"]);
@@ -63,6 +64,7 @@ export const RESERVED_ATTRIBUTES = new Set([
   "d",
   "n",
   "wc",
+  ...MANY_WORKERS_ATTRIBUTES,
 ]);
 
 const s = (value: string): AttributeValue => ({ S: value });

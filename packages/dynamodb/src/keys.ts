@@ -8,6 +8,8 @@
  * | write      | thread id | `w|` ns `|` ordered(checkpoint id) `|` len(task) task `|` idx |
  * | write batch commit | thread id | `w|` ns `|` ordered(checkpoint id) `|!` token         |
  * | chunk      | thread id | `k|` len(hash) hash `|` index                             |
+ * | lease      | thread id | `l|` (with `manyWorkers`; kept by `deleteThread`)          |
+ * | status     | thread id | `s|` (with `manyWorkers`)                                  |
  *
  * - `ns` is the namespace as `len(ns) ns` when it is at most {@link INLINE_NS_BYTES} bytes of UTF-8,
  *   else `#` and the base64url SHA-256 of it (the full namespace is then kept in the checkpoint's
@@ -98,6 +100,13 @@ export const writeKey = (ns: string, checkpointId: string, taskId: string, idx: 
  * `!` never starts a write's task component (three digits), so the two never share a key.
  */
 export const writeCommitKey = (ns: string, checkpointId: string, token: string): string => `${writesPrefix(ns, checkpointId)}!${token}`;
+/**
+ * The thread's lease item (`manyWorkers`). A fixed key: no other kind starts with `l`, and every other
+ * kind's key is longer than its two-character kind prefix, so no id can produce it.
+ */
+export const LEASE_KEY = "l|";
+/** The thread's status item (`manyWorkers`), a fixed key like {@link LEASE_KEY}. */
+export const STATUS_KEY = "s|";
 export const chunkPrefix = (hash: string): string => `k|${lp(hash)}|`;
 export const chunkKey = (hash: string, index: number): string => `${chunkPrefix(hash)}${index}`;
 

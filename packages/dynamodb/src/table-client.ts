@@ -188,7 +188,8 @@ export class TableClient {
     return results.flat();
   }
 
-  private backoff(attempt: number): Promise<void> {
+  /** Waits before retry `attempt` (exponential backoff with full jitter, capped). */
+  backoff(attempt: number): Promise<void> {
     const cap = Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** (attempt - 1));
     return new Promise((resolve) => setTimeout(resolve, Math.random() * cap));
   }

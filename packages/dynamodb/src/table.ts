@@ -12,11 +12,15 @@ import {
   type DescribeTableCommandOutput,
   type DescribeTimeToLiveCommandOutput,
   type TableDescription,
+  TransactWriteItemsCommand,
+  UpdateTableCommand,
+  type GlobalSecondaryIndex,
 } from "@aws-sdk/client-dynamodb";
 import { InvalidConfigError, StoreNotSetUpError, StoreTimeoutError } from "@resumable/core";
 
 import { errorName } from "./errors.js";
 import { PK, SK } from "./keys.js";
+import { STATUS_INDEX, STATUS_INDEX_PK, STATUS_INDEX_SK } from "./many-workers.js";
 import type { TableClient } from "./table-client.js";
 
 /** How `setup()` creates a missing table. */
@@ -27,8 +31,35 @@ export interface CreateTableOptions {
   readCapacityUnits?: number;
   /** Write capacity units with `"PROVISIONED"`. Default 5. */
   writeCapacityUnits?: number;
-  /** How long to wait for the table to become ACTIVE, in milliseconds. Default 300000. */
+  /** How long to wait for the table (or the status index) to become ACTIVE, in milliseconds. Default 300000. */
   timeoutMs?: number;
+  /**
+   * Include the status index of the `manyWorkers` option (`threads-by-status`: partition key `gs`,
+   * sort key `gu`, keys only). The store sets it from its own option; set it yourself only when you
+   * call {@link tableDefinition} for infrastructure code.
+   */
+  manyWorkers?: boolean;
+}
+
+/** The status index's key attributes (with `manyWorkers`): both strings. */
+export const STATUS_INDEX_ATTRIBUTE_DEFINITIONS = Object.freeze([
+  Object.freeze({ AttributeName: STATUS_INDEX_PK, AttributeType: "S" as const }),
+  Object.freeze({ AttributeName: STATUS_INDEX_SK, AttributeType: "S" as const }),
+]);
+
+/** The status index (with `manyWorkers`): sparse, only status items carry its keys; keys only. */
+export function statusIndexDefinition(options: CreateTableOptions = {}): GlobalSecondaryIndex {
+  return {
+    IndexName: STATUS_INDEX,
+    KeySchema: [
+      { AttributeName: STATUS_INDEX_PK, KeyType: "HASH" },
+      { AttributeName: STATUS_INDEX_SK, KeyType: "RANGE" },
+    ],
+    Projection: { ProjectionType: "KEYS_ONLY" },
+    ...(options.billingMode === "PROVISIONED"
+      ? { ProvisionedThroughput: { ReadCapacityUnits: options.readCapacityUnits ?? 5, WriteCapacityUnits: options.writeCapacityUnits ?? 5 } }
+      : {}),
+  };
 }
 
 /** The table's key attributes: both strings. */
@@ -48,9 +79,10 @@ export function tableDefinition(tableName: string, options: CreateTableOptions =
   const provisioned = options.billingMode === "PROVISIONED";
   return {
     TableName: tableName,
-    AttributeDefinitions: ATTRIBUTE_DEFINITIONS.map((a) => ({ ...a })),
+    AttributeDefinitions: [...ATTRIBUTE_DEFINITIONS, ...(options.manyWorkers ? STATUS_INDEX_ATTRIBUTE_DEFINITIONS : [])].map((a) => ({ ...a })),
     KeySchema: KEY_SCHEMA.map((k) => ({ ...k })),
     BillingMode: provisioned ? "PROVISIONED" : "PAY_PER_REQUEST",
+    ...(options.manyWorkers ? { GlobalSecondaryIndexes: [statusIndexDefinition(options)] } : {}),
     ...(provisioned
       ? { ProvisionedThroughput: { ReadCapacityUnits: options.readCapacityUnits ?? 5, WriteCapacityUnits: options.writeCapacityUnits ?? 5 } }
       : {}),
@@ -59,15 +91,17 @@ export function tableDefinition(tableName: string, options: CreateTableOptions =
 
 /**
  * The table as infrastructure code to copy: a CloudFormation resource (YAML) or a Terraform
- * `aws_dynamodb_table`, on-demand, with TTL on `ttlAttribute` when given.
+ * `aws_dynamodb_table`, on-demand, with TTL on `ttlAttribute` when given and the status index of the
+ * `manyWorkers` option when `manyWorkers` is set.
  *
  * @example
  * ```ts
  * console.log(tableTemplate("terraform", "checkpoints", { ttlAttribute: "expires_at" }));
  * ```
  */
-export function tableTemplate(format: "cloudformation" | "terraform", tableName: string, options: { ttlAttribute?: string } = {}): string {
+export function tableTemplate(format: "cloudformation" | "terraform", tableName: string, options: { ttlAttribute?: string; manyWorkers?: boolean } = {}): string {
   const ttl = options.ttlAttribute;
+  const attributes = [...ATTRIBUTE_DEFINITIONS, ...(options.manyWorkers ? STATUS_INDEX_ATTRIBUTE_DEFINITIONS : [])];
   if (format === "cloudformation") {
     return [
       "CheckpointsTable:",
@@ -76,9 +110,22 @@ export function tableTemplate(format: "cloudformation" | "terraform", tableName:
       `    TableName: ${tableName}`,
       "    BillingMode: PAY_PER_REQUEST",
       "    AttributeDefinitions:",
-      ...ATTRIBUTE_DEFINITIONS.flatMap((a) => [`      - AttributeName: ${a.AttributeName}`, `        AttributeType: ${a.AttributeType}`]),
+      ...attributes.flatMap((a) => [`      - AttributeName: ${a.AttributeName}`, `        AttributeType: ${a.AttributeType}`]),
       "    KeySchema:",
       ...KEY_SCHEMA.flatMap((k) => [`      - AttributeName: ${k.AttributeName}`, `        KeyType: ${k.KeyType}`]),
+      ...(options.manyWorkers
+        ? [
+            "    GlobalSecondaryIndexes:",
+            `      - IndexName: ${STATUS_INDEX}`,
+            "        KeySchema:",
+            `          - AttributeName: ${STATUS_INDEX_PK}`,
+            "            KeyType: HASH",
+            `          - AttributeName: ${STATUS_INDEX_SK}`,
+            "            KeyType: RANGE",
+            "        Projection:",
+            "          ProjectionType: KEYS_ONLY",
+          ]
+        : []),
       ...(ttl ? ["    TimeToLiveSpecification:", `      AttributeName: ${ttl}`, "      Enabled: true"] : []),
     ].join("\n");
   }
@@ -89,7 +136,18 @@ export function tableTemplate(format: "cloudformation" | "terraform", tableName:
     `  hash_key     = "${PK}"`,
     `  range_key    = "${SK}"`,
     "",
-    ...ATTRIBUTE_DEFINITIONS.flatMap((a) => ["  attribute {", `    name = "${a.AttributeName}"`, `    type = "${a.AttributeType}"`, "  }"]),
+    ...attributes.flatMap((a) => ["  attribute {", `    name = "${a.AttributeName}"`, `    type = "${a.AttributeType}"`, "  }"]),
+    ...(options.manyWorkers
+      ? [
+          "",
+          "  global_secondary_index {",
+          `    name            = "${STATUS_INDEX}"`,
+          `    hash_key        = "${STATUS_INDEX_PK}"`,
+          `    range_key       = "${STATUS_INDEX_SK}"`,
+          `    projection_type = "KEYS_ONLY"`,
+          "  }",
+        ]
+      : []),
     ...(ttl ? ["", "  ttl {", `    attribute_name = "${ttl}"`, "    enabled        = true", "  }"] : []),
     "}",
   ].join("\n");
@@ -97,9 +155,11 @@ export function tableTemplate(format: "cloudformation" | "terraform", tableName:
 
 /**
  * Makes sure the table exists with this store's key schema and is ACTIVE: creates it when asked and
- * waits for it; enables TTL on `ttlAttribute` when given.
+ * waits for it; with `manyWorkers`, checks that the endpoint has transactions and that the status
+ * index exists (adding it to an existing table when `create` is given); enables TTL on `ttlAttribute`
+ * when given.
  */
-export async function setupTable(db: TableClient, create: CreateTableOptions | undefined, ttlAttribute: string | undefined): Promise<void> {
+export async function setupTable(db: TableClient, create: CreateTableOptions | undefined, ttlAttribute: string | undefined, manyWorkers = false): Promise<void> {
   let table = await describe(db);
   if (!table) {
     if (!create) {
@@ -110,7 +170,7 @@ export async function setupTable(db: TableClient, create: CreateTableOptions | u
       );
     }
     try {
-      await db.send("CreateTable", "setup", new CreateTableCommand(tableDefinition(db.table, create)));
+      await db.send("CreateTable", "setup", new CreateTableCommand(tableDefinition(db.table, { ...create, manyWorkers })));
     } catch (error) {
       // Another process created it first: wait for it like for our own.
       if (errorName(error) !== "ResourceInUseException") throw error;
@@ -126,7 +186,98 @@ export async function setupTable(db: TableClient, create: CreateTableOptions | u
         `not this store's: partition key "${PK}" and sort key "${SK}", both strings. Use another table name`,
     );
   }
+  if (manyWorkers) {
+    await checkTransactions(db);
+    await ensureStatusIndex(db, table, create);
+  }
   if (ttlAttribute !== undefined) await enableTtl(db, ttlAttribute);
+}
+
+/**
+ * `manyWorkers` needs TransactWriteItems (a ConditionCheck on the lease item beside the commit point):
+ * one transaction whose only action is a ConditionCheck that holds (an item nobody writes does not
+ * exist) proves the endpoint has it and writes nothing.
+ */
+async function checkTransactions(db: TableClient): Promise<void> {
+  try {
+    await db.send(
+      "TransactWriteItems probe",
+      "setup",
+      new TransactWriteItemsCommand({
+        TransactItems: [
+          {
+            ConditionCheck: {
+              TableName: db.table,
+              Key: { [PK]: { S: "\u0001resumable setup probe" }, [SK]: { S: "probe" } },
+              ConditionExpression: "attribute_not_exists(#pk)",
+              ExpressionAttributeNames: { "#pk": PK },
+            },
+          },
+        ],
+      }),
+    );
+  } catch (error) {
+    const name = errorName(error);
+    if (name === "UnknownOperationException" || (name === "ValidationException" && /not (yet )?(supported|implemented)|unknown operation/i.test((error as Error).message))) {
+      throw new InvalidConfigError(
+        "manyWorkers",
+        `${db.store}: the endpoint has no TransactWriteItems (${name}; dynalite has none), and manyWorkers needs it: a fenced write is a ` +
+          `transaction of a ConditionCheck on the thread's lease item and the write's commit point. Use DynamoDB itself or moto (5.x has ` +
+          `transactions) for leases and thread status, or leave manyWorkers off (one writer per thread).`,
+      );
+    }
+    throw error;
+  }
+}
+
+/** Checks the status index, adding it (and waiting until it is ACTIVE) when `create` allows. */
+async function ensureStatusIndex(db: TableClient, table: TableDescription, create: CreateTableOptions | undefined): Promise<void> {
+  const index = (table.GlobalSecondaryIndexes ?? []).find((i) => i.IndexName === STATUS_INDEX);
+  if (index) {
+    const keys = (index.KeySchema ?? []).map((k) => `${k.AttributeName}:${k.KeyType}`).join(",");
+    if (keys !== `${STATUS_INDEX_PK}:HASH,${STATUS_INDEX_SK}:RANGE`) {
+      throw new StoreNotSetUpError(
+        db.store,
+        `table "${db.table}" has an index "${STATUS_INDEX}" with the key schema ${keys || "(none)"}, not partition key "${STATUS_INDEX_PK}" and sort key ` +
+          `"${STATUS_INDEX_SK}" (both strings). Drop that index or use another table`,
+      );
+    }
+  } else {
+    if (!create) {
+      throw new StoreNotSetUpError(
+        db.store,
+        `table "${db.table}" has no global secondary index "${STATUS_INDEX}", which manyWorkers lists threads through. Add it (partition key ` +
+          `"${STATUS_INDEX_PK}", sort key "${STATUS_INDEX_SK}", both strings, keys only; see tableTemplate(..., { manyWorkers: true })), or pass createTable so that setup() adds it`,
+      );
+    }
+    const provisioned = table.BillingModeSummary?.BillingMode === "PROVISIONED" || (table.BillingModeSummary === undefined && (table.ProvisionedThroughput?.WriteCapacityUnits ?? 0) > 0);
+    try {
+      await db.send(
+        "UpdateTable add status index",
+        "setup",
+        new UpdateTableCommand({
+          TableName: db.table,
+          // All four: moto replaces the table's definitions with these rather than adding to them.
+          AttributeDefinitions: [...ATTRIBUTE_DEFINITIONS, ...STATUS_INDEX_ATTRIBUTE_DEFINITIONS].map((a) => ({ ...a })),
+          GlobalSecondaryIndexUpdates: [{ Create: statusIndexDefinition(provisioned ? { ...create, billingMode: "PROVISIONED" } : {}) }],
+        }),
+      );
+    } catch (error) {
+      // Another process is adding it: wait for it like for our own.
+      if (errorName(error) !== "ResourceInUseException" && !/already exists/i.test((error as Error).message ?? "")) throw error;
+    }
+  }
+  const deadline = Date.now() + (create?.timeoutMs ?? 300_000);
+  for (let delay = 50; ; delay = Math.min(delay * 2, 2000)) {
+    const current = await describe(db);
+    const status = current?.GlobalSecondaryIndexes?.find((i) => i.IndexName === STATUS_INDEX)?.IndexStatus;
+    // Emulators may leave IndexStatus out: they build indexes at once.
+    if (status === undefined || status === "ACTIVE") return;
+    if (Date.now() + delay > deadline) {
+      throw new StoreTimeoutError(db.store, "setup", "unknown", `index "${STATUS_INDEX}" of table "${db.table}" was ${status} after ${create?.timeoutMs ?? 300_000} ms; it may still become ACTIVE`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, delay));
+  }
 }
 
 async function describe(db: TableClient): Promise<TableDescription | undefined> {

@@ -20,7 +20,7 @@ import { InvalidConfigError } from "@resumable/core";
 import { errorName } from "./errors.js";
 import { RESERVED_ATTRIBUTES } from "./items.js";
 import type { Item } from "./item-size.js";
-import { PK, SK } from "./keys.js";
+import { LEASE_KEY, PK, SK } from "./keys.js";
 import { mapLimit, type TableClient } from "./table-client.js";
 
 /** Options of the store's whole-thread TTL. */
@@ -128,7 +128,8 @@ export class ThreadTtl {
       ProjectionExpression: "#pk, #sk, #e",
       ConsistentRead: true,
     });
-    const stale = items.filter((item) => Number(item[this.attribute]?.N ?? 0) < epoch);
+    // Never the lease item (manyWorkers): it must outlive the thread, or its tokens would start over.
+    const stale = items.filter((item) => item[SK]!.S !== LEASE_KEY && Number(item[this.attribute]?.N ?? 0) < epoch);
     const update = (item: Item) =>
       this.db
         .send(
