@@ -425,7 +425,7 @@ export async function runTwoProcessInvoke(options: TwoProcessInvokeOptions): Pro
     const readyFile = (name: string) => join(workDir, `${threadId}.${name}.ready`);
     const runs = Promise.all(
       names.map((name) =>
-        oneShot(bundle, { mode: "invoke", workDir, threadId, name, turns, leases: options.leases, readyFile: readyFile(name), goFile, resultFile: join(workDir, `${name}.json`) }, 120_000),
+        oneShot(bundle, { mode: "invoke", workDir, threadId, name, names, turns, leases: options.leases, readyFile: readyFile(name), goFile, resultFile: join(workDir, `${name}.json`) }, 120_000),
       ),
     );
     // A barrier rather than a start time: on a loaded machine one process may take seconds to start.

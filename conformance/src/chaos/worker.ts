@@ -62,7 +62,7 @@ export type ChaosJob =
     }
   | { mode: "verify"; workDir: string; threadIds: string[]; poisonId?: string; resultFile: string }
   | { mode: "census"; workDir: string; resultFile: string }
-  | { mode: "invoke"; workDir: string; threadId: string; name: string; turns: number; leases: boolean; readyFile: string; goFile: string; resultFile: string };
+  | { mode: "invoke"; workDir: string; threadId: string; name: string; names: string[]; turns: number; leases: boolean; readyFile: string; goFile: string; resultFile: string };
 
 /** What `verify` writes. */
 export interface ChaosVerification {
@@ -222,7 +222,23 @@ async function census(saver: ResumableSaver, job: Extract<ChaosJob, { mode: "cen
 
 async function invoke(saver: ResumableSaver, job: Extract<ChaosJob, { mode: "invoke" }>): Promise<void> {
   const config: RunnableConfig = { configurable: { thread_id: job.threadId } };
-  const graph = pausingChainGraph(new Counter(), () => sleep(20)).compile();
+  // Without leases, the first turn of each process waits inside node "b" until the other's is there
+  // too (at most 30 s): by then each has read the thread and written its input checkpoint on what it
+  // read, so the thread forks whatever the scheduling. With leases the other process cannot be there.
+  let met = true; // not during the seed turn below
+  const inside = (name: string) => `${job.goFile}.${name}.inside`;
+  const pause = async () => {
+    if (met) return sleep(20);
+    met = true;
+    writeFileSync(inside(job.name), "");
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline && !job.names.every((name) => existsSync(inside(name)))) await sleep(2);
+  };
+  const graph = pausingChainGraph(new Counter(), pause).compile();
+  // The thread exists before the race (the first process writes one turn), so that both processes
+  // read a checkpoint rather than an empty thread.
+  if (job.name === job.names[0]) await leasedGraph(graph, saver).invoke({ log: ["seed"] }, config);
+  met = job.leases;
   // Both processes start at the same moment, so that their runs overlap unless leases keep them apart:
   // each says it is ready (saver open, graph compiled), the harness says go when both are.
   writeFileSync(job.readyFile, "");
