@@ -136,6 +136,20 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX resumable_threads_state ON resumable_threads (state, updated_at, thread_id)`,
     ],
   },
+  {
+    // Whole-thread TTL (`ttlSeconds`): one row per thread with its expiry, in milliseconds since the
+    // epoch, so that a thread is live or expired as a whole; the index lets a sweep read only the
+    // expired rows. Used only with `ttlSeconds`; databases of earlier versions get an empty table,
+    // and their threads live until their next write.
+    version: 5,
+    statements: [
+      `CREATE TABLE resumable_thread_expiry (
+        thread_id TEXT NOT NULL PRIMARY KEY,
+        expires_at INTEGER NOT NULL
+      ) WITHOUT ROWID`,
+      `CREATE INDEX resumable_thread_expiry_at ON resumable_thread_expiry (expires_at)`,
+    ],
+  },
 ];
 
 /** The schema version this package reads and writes. */

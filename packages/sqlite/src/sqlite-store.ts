@@ -69,6 +69,21 @@ export interface SqliteStoreOptions {
   busyTimeoutMs?: number;
   /** Checkpoints fetched per query while `listCheckpoints` pages through a thread. Default 100. */
   pageSize?: number;
+  /**
+   * Expire a thread this many seconds after its last write (`putCheckpoint`, `putWrites`), as a whole:
+   * its expiry is one row, moved forward in each write's own transaction, and reads treat an expired
+   * thread as gone from that moment on (every namespace, its status included). Its rows are deleted
+   * by {@link SqliteStore.deleteExpiredThreads}, a thread per transaction. A write to an expired
+   * thread deletes it first, so the new run starts from nothing. Default: never. Every process that
+   * shares the file should pass the same value.
+   */
+  ttlSeconds?: number;
+  /**
+   * With `ttlSeconds`: `getCheckpoint` and `listCheckpoints` move the expiry of each live thread they
+   * return forward too (one `UPDATE` after the read, under the write lock), so threads that are only
+   * read stay. Default `false`: only writes do.
+   */
+  refreshOnRead?: boolean;
 }
 
 /** SQLite's default `SQLITE_MAX_LENGTH`: the largest string or blob one value can hold. */
@@ -94,6 +109,18 @@ const MAX_BUSY_PAUSE_MS = 50;
 /** Guards the recursive history query against a corrupt parent chain that loops. */
 const MAX_HISTORY_DEPTH = 1_000_000;
 
+/** The longest `ttlSeconds`: ten years. */
+const MAX_TTL_SECONDS = 10 * 365 * 86_400;
+
+/**
+ * A condition true unless the thread (the SQL expression `thread`) expired: with `ttlSeconds`, added
+ * to every read, so an expired thread is gone as a whole before any sweep ran. `@now` is bound to the
+ * caller's clock. A thread without an expiry row (written before the TTL was turned on) is live.
+ */
+function live(thread: string): string {
+  return `NOT EXISTS (SELECT 1 FROM resumable_thread_expiry AS x WHERE x.thread_id = ${thread} AND x.expires_at <= @now)`;
+}
+
 const STATUS_COLUMNS = "thread_id, state, checkpoint_id, updated_at, error, interrupts, attempts, attempted_at";
 
 const CHECKPOINT_COLUMNS = `c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint_type,
@@ -105,8 +132,8 @@ const CHECKPOINT_COLUMNS = `c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.par
  * each channel version, or of each delta range (`b`), and its pending writes (`w`), in one statement.
  * Columns are positional across kinds; see readOneCheckpoint.
  */
-function oneCheckpoint(byId: boolean): string {
-  return `WITH cp AS (SELECT * FROM resumable_checkpoints WHERE thread_id = @thread AND checkpoint_ns = @ns
+function oneCheckpoint(byId: boolean, ttl = false): string {
+  return `WITH cp AS (SELECT * FROM resumable_checkpoints WHERE thread_id = @thread AND checkpoint_ns = @ns${ttl ? ` AND ${live("@thread")}` : ""}
       ${byId ? "AND checkpoint_id = @id" : "ORDER BY checkpoint_id DESC LIMIT 1"}),
     bl AS (SELECT b.channel, b.version, b.type, b.data, b.chunk_ref, b.base_version, b.refs
       FROM cp CROSS JOIN json_each(cp.channel_versions) AS v
@@ -156,6 +183,8 @@ const SQL = {
     WHERE c.thread_id = ? AND c.checkpoint_ns = ? AND c.checkpoint_id = ?`,
   oneCheckpointLatest: oneCheckpoint(false),
   oneCheckpointById: oneCheckpoint(true),
+  oneCheckpointLatestTtl: oneCheckpoint(false, true),
+  oneCheckpointByIdTtl: oneCheckpoint(true, true),
   latestCheckpoint: `SELECT ${CHECKPOINT_COLUMNS} FROM resumable_checkpoints c
     WHERE c.thread_id = ? AND c.checkpoint_ns = ? ORDER BY c.checkpoint_id DESC LIMIT 1`,
   // Blobs and writes for a set of checkpoints, keyed through JSON arrays so that one statement serves
@@ -181,35 +210,11 @@ const SQL = {
     SELECT 0 AS scope, w.checkpoint_id, w.task_id, w.idx, w.channel, w.type, w.data, w.chunk_ref, w.task_path, w.refs
     FROM keys CROSS JOIN resumable_writes AS w ON w.thread_id = @thread AND w.checkpoint_ns = @ns AND w.checkpoint_id = keys.checkpoint_id
     WHERE w.channel IN (SELECT value FROM json_each(@channels))`,
-  // The parent chain from the target's parent, in one statement. Each row carries the channels still
-  // without a seed when the walk reaches it (`pending`) and after it (`remaining`); the walk stops
-  // once every requested channel has met a non-"empty" blob, so a deep thread costs only the
-  // ancestors back to the nearest seeds.
-  history: `WITH RECURSIVE chain(checkpoint_id, parent_checkpoint_id, channel_versions, delta_roots, pending, remaining, depth) AS (
-      SELECT c.checkpoint_id, c.parent_checkpoint_id, c.channel_versions, c.delta_roots, @channels,
-        (SELECT json_group_array(r.value) FROM json_each(@channels) AS r WHERE NOT EXISTS (
-          SELECT 1 FROM json_each(c.channel_versions) AS cv CROSS JOIN resumable_blobs AS b
-            ON b.thread_id = @thread AND b.checkpoint_ns = @ns AND b.channel = cv.key AND b.version = cv.value
-          WHERE cv.key = r.value AND b.type <> 'empty')),
-        0
-      FROM resumable_checkpoints AS c
-      WHERE c.thread_id = @thread AND c.checkpoint_ns = @ns AND c.checkpoint_id = (
-        SELECT t.parent_checkpoint_id FROM resumable_checkpoints AS t
-        WHERE t.thread_id = @thread AND t.checkpoint_ns = @ns AND t.checkpoint_id = @id)
-      UNION ALL
-      SELECT c.checkpoint_id, c.parent_checkpoint_id, c.channel_versions, c.delta_roots, chain.remaining,
-        (SELECT json_group_array(r.value) FROM json_each(chain.remaining) AS r WHERE NOT EXISTS (
-          SELECT 1 FROM json_each(c.channel_versions) AS cv CROSS JOIN resumable_blobs AS b
-            ON b.thread_id = @thread AND b.checkpoint_ns = @ns AND b.channel = cv.key AND b.version = cv.value
-          WHERE cv.key = r.value AND b.type <> 'empty')),
-        chain.depth + 1
-      FROM chain JOIN resumable_checkpoints AS c
-        ON c.thread_id = @thread AND c.checkpoint_ns = @ns AND c.checkpoint_id = chain.parent_checkpoint_id
-      WHERE json_array_length(chain.remaining) > 0 AND chain.depth < ${MAX_HISTORY_DEPTH}
-    )
-    SELECT checkpoint_id, parent_checkpoint_id, channel_versions, delta_roots, pending FROM chain ORDER BY depth`,
-  chunks: `SELECT c.hash, c.idx, c.part, c.data FROM json_each(@hashes) AS h CROSS JOIN resumable_chunks AS c
-    ON c.thread_id = @thread AND c.hash = h.value ORDER BY c.hash, c.idx, c.part`,
+  // See historySql.
+  history: historySql(false),
+  historyTtl: historySql(true),
+  chunks: chunksSql(false),
+  chunksTtl: chunksSql(true),
   deleteCheckpoints: `DELETE FROM resumable_checkpoints WHERE thread_id = ?`,
   deleteBlobs: `DELETE FROM resumable_blobs WHERE thread_id = ?`,
   deleteWrites: `DELETE FROM resumable_writes WHERE thread_id = ?`,
@@ -241,21 +246,73 @@ const SQL = {
     WHERE thread_id = @thread AND checkpoint_id = @checkpoint
     RETURNING ${STATUS_COLUMNS}`,
   threadStatus: `SELECT ${STATUS_COLUMNS} FROM resumable_threads WHERE thread_id = ?`,
-} as const;
+  threadStatusTtl: `SELECT ${STATUS_COLUMNS} FROM resumable_threads WHERE thread_id = @thread AND ${live("@thread")}`,
+  blobsByKeysTtl: "", // set below, from blobsByKeys
+  // A write moves a live thread's expiry forward, or creates it; an expired one is left as it is, and
+  // returns no row (RETURNING reports only rows the statement changed).
+  touchExpiry: `INSERT INTO resumable_thread_expiry (thread_id, expires_at) VALUES (@thread, @expires)
+    ON CONFLICT (thread_id) DO UPDATE SET expires_at = excluded.expires_at WHERE resumable_thread_expiry.expires_at > @now
+    RETURNING expires_at`,
+  refreshExpiry: `UPDATE resumable_thread_expiry SET expires_at = @expires WHERE thread_id = @thread AND expires_at > @now AND expires_at < @expires`,
+  threadExpired: `SELECT 1 AS expired FROM resumable_thread_expiry WHERE thread_id = @thread AND expires_at <= @now`,
+  deleteExpiry: `DELETE FROM resumable_thread_expiry WHERE thread_id = ?`,
+  expiredThreads: `SELECT thread_id FROM resumable_thread_expiry WHERE expires_at <= ? ORDER BY expires_at LIMIT ?`,
+  claimExpired: `DELETE FROM resumable_thread_expiry WHERE thread_id = ? AND expires_at <= ? RETURNING thread_id`,
+};
+SQL.blobsByKeysTtl = `${SQL.blobsByKeys} WHERE ${live("keys.thread_id")}`;
+
+/**
+ * The parent chain from the target's parent, in one statement. Each row carries the channels still
+ * without a seed when the walk reaches it (`pending`) and after it (`remaining`); the walk stops once
+ * every requested channel has met a non-"empty" blob, so a deep thread costs only the ancestors back
+ * to the nearest seeds.
+ */
+function historySql(ttl: boolean): string {
+  return `WITH RECURSIVE chain(checkpoint_id, parent_checkpoint_id, channel_versions, delta_roots, pending, remaining, depth) AS (
+      SELECT c.checkpoint_id, c.parent_checkpoint_id, c.channel_versions, c.delta_roots, @channels,
+        (SELECT json_group_array(r.value) FROM json_each(@channels) AS r WHERE NOT EXISTS (
+          SELECT 1 FROM json_each(c.channel_versions) AS cv CROSS JOIN resumable_blobs AS b
+            ON b.thread_id = @thread AND b.checkpoint_ns = @ns AND b.channel = cv.key AND b.version = cv.value
+          WHERE cv.key = r.value AND b.type <> 'empty')),
+        0
+      FROM resumable_checkpoints AS c
+      WHERE c.thread_id = @thread AND c.checkpoint_ns = @ns AND c.checkpoint_id = (
+        SELECT t.parent_checkpoint_id FROM resumable_checkpoints AS t
+        WHERE t.thread_id = @thread AND t.checkpoint_ns = @ns AND t.checkpoint_id = @id)${ttl ? ` AND ${live("@thread")}` : ""}
+      UNION ALL
+      SELECT c.checkpoint_id, c.parent_checkpoint_id, c.channel_versions, c.delta_roots, chain.remaining,
+        (SELECT json_group_array(r.value) FROM json_each(chain.remaining) AS r WHERE NOT EXISTS (
+          SELECT 1 FROM json_each(c.channel_versions) AS cv CROSS JOIN resumable_blobs AS b
+            ON b.thread_id = @thread AND b.checkpoint_ns = @ns AND b.channel = cv.key AND b.version = cv.value
+          WHERE cv.key = r.value AND b.type <> 'empty')),
+        chain.depth + 1
+      FROM chain JOIN resumable_checkpoints AS c
+        ON c.thread_id = @thread AND c.checkpoint_ns = @ns AND c.checkpoint_id = chain.parent_checkpoint_id
+      WHERE json_array_length(chain.remaining) > 0 AND chain.depth < ${MAX_HISTORY_DEPTH}
+    )
+    SELECT checkpoint_id, parent_checkpoint_id, channel_versions, delta_roots, pending FROM chain ORDER BY depth`;
+}
+
+/** Every chunk of each of `@hashes` in one thread. */
+function chunksSql(ttl: boolean): string {
+  return `SELECT c.hash, c.idx, c.part, c.data FROM json_each(@hashes) AS h CROSS JOIN resumable_chunks AS c
+    ON c.thread_id = @thread AND c.hash = h.value${ttl ? ` WHERE ${live("@thread")}` : ""} ORDER BY c.hash, c.idx, c.part`;
+}
 
 /** One index range of resumable_threads_state: a state, after a position, before a time. */
-function statusRange(i: number, after: boolean, older: boolean): string {
+function statusRange(i: number, after: boolean, older: boolean, ttl: boolean): string {
   return (
     `SELECT * FROM (SELECT ${STATUS_COLUMNS} FROM resumable_threads WHERE state = @s${i}` +
     (after ? ` AND updated_at >= @afterAt AND NOT (updated_at = @afterAt AND thread_id <= @afterThread)` : "") +
     (older ? ` AND updated_at < @older` : "") +
+    (ttl ? ` AND ${live("resumable_threads.thread_id")}` : "") +
     ` ORDER BY updated_at, thread_id LIMIT @limit)`
   );
 }
 
 /** listThreads: one bounded index range per state, merged; never a scan of the table. */
-function listThreadsSql(states: number, after: boolean, older: boolean): string {
-  const ranges = Array.from({ length: states }, (_, i) => statusRange(i, after, older));
+function listThreadsSql(states: number, after: boolean, older: boolean, ttl: boolean): string {
+  const ranges = Array.from({ length: states }, (_, i) => statusRange(i, after, older, ttl));
   return states === 1 ? ranges[0]! : `SELECT * FROM (${ranges.join(" UNION ALL ")}) ORDER BY updated_at, thread_id LIMIT @limit`;
 }
 
@@ -347,6 +404,9 @@ export class SqliteStore implements CheckpointStore {
   private readonly synchronous: SqliteSynchronous;
   private readonly busyTimeoutMs: number;
   private readonly pageSize: number;
+  /** `ttlSeconds` in milliseconds; 0 without a TTL. */
+  private readonly ttlMs: number;
+  private readonly refreshOnRead: boolean;
   private db: SqliteDatabase | undefined;
   private opening: Promise<SqliteDatabase> | undefined;
   private configured = false;
@@ -374,6 +434,16 @@ export class SqliteStore implements CheckpointStore {
     if (!Number.isInteger(pageSize) || pageSize < 1) {
       throw new InvalidConfigError("pageSize", `SqliteStore: "pageSize" must be a positive integer, got ${String(pageSize)}.`);
     }
+    const ttlSeconds = options.ttlSeconds;
+    if (ttlSeconds !== undefined && (typeof ttlSeconds !== "number" || !Number.isInteger(ttlSeconds) || ttlSeconds < 1 || ttlSeconds > MAX_TTL_SECONDS)) {
+      throw new InvalidConfigError("ttlSeconds", `SqliteStore: "ttlSeconds" must be an integer from 1 to ${MAX_TTL_SECONDS} (ten years), got ${String(ttlSeconds)}.`);
+    }
+    if (options.refreshOnRead !== undefined && typeof options.refreshOnRead !== "boolean") {
+      throw new InvalidConfigError("refreshOnRead", `SqliteStore: "refreshOnRead" must be true or false, got ${String(options.refreshOnRead)}.`);
+    }
+    if (options.refreshOnRead && ttlSeconds === undefined) {
+      throw new InvalidConfigError("refreshOnRead", `SqliteStore: "refreshOnRead" needs "ttlSeconds" (there is no expiry to refresh without it).`);
+    }
     if (typeof database === "string") {
       if (database.trim() === "") {
         throw new InvalidConfigError(
@@ -392,6 +462,8 @@ export class SqliteStore implements CheckpointStore {
     this.synchronous = synchronous;
     this.busyTimeoutMs = busyTimeoutMs;
     this.pageSize = pageSize;
+    this.ttlMs = (ttlSeconds ?? 0) * 1000;
+    this.refreshOnRead = options.refreshOnRead ?? false;
     const memory = typeof database === "string" ? database === ":memory:" : database.memory;
     this.capabilities = {
       maxItemBytes: SQLITE_MAX_LENGTH,
@@ -450,6 +522,7 @@ export class SqliteStore implements CheckpointStore {
     await this.write(() => {
       // Under BEGIN IMMEDIATE's write lock: no claim can land between this check and the commit.
       if (request.fence) this.checkLease(record.threadId, request.fence, "put");
+      if (this.ttlMs) this.touch(record.threadId);
       for (const chunk of chunks) this.insertChunk(record.threadId, chunk);
       for (const blob of blobs) {
         this.run("INSERT blob", SQL.insertBlob, (s) =>
@@ -515,6 +588,7 @@ export class SqliteStore implements CheckpointStore {
     const [command, sql] = request.mode === "upsert" ? ["UPSERT write", SQL.upsertWrite] : ["INSERT write", SQL.insertWrite];
     await this.write(() => {
       if (request.fence) this.checkLease(request.threadId, request.fence, "putWrites");
+      if (this.ttlMs) this.touch(request.threadId);
       for (const chunk of request.chunks) this.insertChunk(request.threadId, chunk);
       for (const write of request.writes) {
         this.run(command, sql, (s) =>
@@ -545,9 +619,14 @@ export class SqliteStore implements CheckpointStore {
     checkScope(scope, "getCheckpoint");
     if (scope.checkpointId !== undefined) checkId(scope.checkpointId, "checkpoint_id", "getCheckpoint");
     await this.ready();
-    return await this.read(() => {
-      const params = { thread: scope.threadId, ns: scope.checkpointNs, ...(scope.checkpointId === undefined ? {} : { id: scope.checkpointId }) };
-      const sql = scope.checkpointId === undefined ? SQL.oneCheckpointLatest : SQL.oneCheckpointById;
+    const found = await this.read(() => {
+      const params: Record<string, unknown> = { thread: scope.threadId, ns: scope.checkpointNs };
+      if (scope.checkpointId !== undefined) params.id = scope.checkpointId;
+      let sql = scope.checkpointId === undefined ? SQL.oneCheckpointLatest : SQL.oneCheckpointById;
+      if (this.ttlMs) {
+        params.now = Date.now();
+        sql = scope.checkpointId === undefined ? SQL.oneCheckpointLatestTtl : SQL.oneCheckpointByIdTtl;
+      }
       const stored = readOneCheckpoint(scope, this.run("SELECT checkpoint", sql, (s) => s.all(params)) as OneRow[]);
       if (!stored) return undefined;
       // Pieces and chunks, when the values reference any: a second statement, in the same snapshot.
@@ -556,6 +635,8 @@ export class SqliteStore implements CheckpointStore {
       if (mine && mine.length > 0) stored.chunks = mine;
       return stored;
     });
+    if (found && this.refreshOnRead) await this.refresh([scope.threadId]);
+    return found;
   }
 
   /**
@@ -595,6 +676,7 @@ export class SqliteStore implements CheckpointStore {
       conditions.push(...filter.conditions);
       Object.assign(params, filter.params);
     }
+    if (this.ttlMs) conditions.push(live("c.thread_id"));
     // Keyset paging in the listing order (thread, namespace ascending; id descending): each page starts
     // strictly after the last row of the previous one, so rows are never skipped or repeated and no
     // page costs more than its own rows.
@@ -611,6 +693,7 @@ export class SqliteStore implements CheckpointStore {
       if (size <= 0) return;
       await this.ready();
       const pageParams: Record<string, unknown> = { ...params, pageSize: size };
+      if (this.ttlMs) pageParams.now = Date.now();
       if (cursor) {
         pageParams.cursorId = cursor.checkpoint_id;
         if (query.checkpointNs === undefined) pageParams.cursorNs = cursor.checkpoint_ns;
@@ -621,6 +704,7 @@ export class SqliteStore implements CheckpointStore {
         const rows = this.run("SELECT checkpoints page", sql, (s) => s.all(pageParams)) as CheckpointRow[];
         return { rows, stored: this.withBlobsAndWrites(rows) };
       });
+      if (this.refreshOnRead && rows.length > 0) await this.refresh([...new Set(rows.map((row) => row.thread_id))]);
       for (const item of stored) yield item;
       if (rows.length < size) return;
       if (remaining !== undefined) remaining -= rows.length;
@@ -639,9 +723,9 @@ export class SqliteStore implements CheckpointStore {
     if (channels.length === 0) return { ancestors: [] };
     await this.ready();
     return await this.read(() => {
-      const rows = this.run("SELECT history", SQL.history, (s) =>
-        s.all({ thread: query.threadId, ns: query.checkpointNs, id: query.checkpointId, channels: JSON.stringify(channels) }),
-      ) as HistoryRow[];
+      const params: Record<string, unknown> = { thread: query.threadId, ns: query.checkpointNs, id: query.checkpointId, channels: JSON.stringify(channels) };
+      if (this.ttlMs) params.now = Date.now();
+      const rows = this.run("SELECT history", this.ttlMs ? SQL.historyTtl : SQL.history, (s) => s.all(params)) as HistoryRow[];
       if (rows.length === 0) return { ancestors: [] };
       const ancestors = rows.map((row) => ({
         row,
@@ -708,7 +792,9 @@ export class SqliteStore implements CheckpointStore {
     checkId(threadId, "thread_id", "getChunks");
     if (hashes.length === 0) return [];
     await this.ready();
-    const rows = this.run("SELECT chunks", SQL.chunks, (s) => s.all({ thread: threadId, hashes: JSON.stringify([...new Set(hashes)]) })) as PartRow[];
+    const params: Record<string, unknown> = { thread: threadId, hashes: JSON.stringify([...new Set(hashes)]) };
+    if (this.ttlMs) params.now = Date.now();
+    const rows = this.run("SELECT chunks", this.ttlMs ? SQL.chunksTtl : SQL.chunks, (s) => s.all(params)) as PartRow[];
     return joinParts(rows);
   }
 
@@ -717,12 +803,12 @@ export class SqliteStore implements CheckpointStore {
     checkScope(scope, "getBlobs");
     if (keys.length === 0) return [];
     await this.ready();
-    const rows = this.run("SELECT blobs", SQL.blobsByKeys, (s) =>
-      s.all({
-        scopes: JSON.stringify([[scope.threadId, scope.checkpointNs]]),
-        keys: JSON.stringify(keys.map((k) => [0, k.channel, k.version, k.version])),
-      }),
-    ) as BlobRow[];
+    const params: Record<string, unknown> = {
+      scopes: JSON.stringify([[scope.threadId, scope.checkpointNs]]),
+      keys: JSON.stringify(keys.map((k) => [0, k.channel, k.version, k.version])),
+    };
+    if (this.ttlMs) params.now = Date.now();
+    const rows = this.run("SELECT blobs", this.ttlMs ? SQL.blobsByKeysTtl : SQL.blobsByKeys, (s) => s.all(params)) as BlobRow[];
     return rows.map(toBlob);
   }
 
@@ -730,14 +816,42 @@ export class SqliteStore implements CheckpointStore {
   async deleteThread(threadId: string): Promise<void> {
     checkId(threadId, "thread_id", "deleteThread");
     await this.ready();
-    await this.write(() => {
-      this.run("DELETE checkpoints", SQL.deleteCheckpoints, (s) => s.run(threadId));
-      this.run("DELETE blobs", SQL.deleteBlobs, (s) => s.run(threadId));
-      this.run("DELETE writes", SQL.deleteWrites, (s) => s.run(threadId));
-      this.run("DELETE chunks", SQL.deleteChunks, (s) => s.run(threadId));
-      // The lease row stays: its token must keep growing if the thread is created again.
-      this.run("DELETE status", SQL.deleteStatus, (s) => s.run(threadId));
-    });
+    await this.write(() => this.deleteRows(threadId));
+  }
+
+  /**
+   * Deletes threads whose `ttlSeconds` passed since their last write (at most `limit` per call, 100 by
+   * default, oldest expiry first) and returns how many. An expired thread is already invisible to
+   * reads, as a whole; this reclaims its rows: each thread in its own `BEGIN IMMEDIATE` transaction,
+   * which deletes exactly what {@link deleteThread} deletes (the lease row stays), so a crash leaves a
+   * thread whole or gone and readers never see part of one. A thread written since it was picked is
+   * skipped. The expired rows are read through an index on the expiry: the cost follows what expired,
+   * not the number of threads. Several processes may sweep at once. Without `ttlSeconds` it returns 0.
+   * Run it from a timer, for example:
+   *
+   * ```ts
+   * setInterval(() => store.deleteExpiredThreads({ limit: 1000 }).catch(console.error), 60_000).unref();
+   * ```
+   */
+  async deleteExpiredThreads(options: { limit?: number } = {}): Promise<number> {
+    const limit = options.limit ?? 100;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100_000) {
+      throw new InvalidConfigError("limit", `SqliteStore.deleteExpiredThreads(): "limit" must be an integer from 1 to 100000, got ${String(limit)}.`);
+    }
+    if (!this.ttlMs) return 0;
+    await this.ready();
+    const expired = this.run("SELECT expired threads", SQL.expiredThreads, (s) => s.all(Date.now(), limit)) as Array<{ thread_id: string }>;
+    let deleted = 0;
+    for (const { thread_id: threadId } of expired) {
+      const gone = await this.write(() => {
+        // Still expired under the write lock (a write may have moved it since, another sweep taken it).
+        if (!this.run("DELETE expiry", SQL.claimExpired, (s) => s.get(threadId, Date.now()))) return false;
+        this.deleteRows(threadId);
+        return true;
+      });
+      if (gone) deleted += 1;
+    }
+    return deleted;
   }
 
   /**
@@ -789,7 +903,11 @@ export class SqliteStore implements CheckpointStore {
   async getThreadStatus(threadId: string): Promise<ThreadStatusRecord | undefined> {
     checkId(threadId, "thread_id", "getThreadStatus");
     await this.ready();
-    const row = this.run("SELECT status", SQL.threadStatus, (s) => s.get(threadId)) as StatusRow | undefined;
+    const row = (
+      this.ttlMs
+        ? this.run("SELECT status", SQL.threadStatusTtl, (s) => s.get({ thread: threadId, now: Date.now() }))
+        : this.run("SELECT status", SQL.threadStatus, (s) => s.get(threadId))
+    ) as StatusRow | undefined;
     return row ? toStatus(row) : undefined;
   }
 
@@ -811,7 +929,8 @@ export class SqliteStore implements CheckpointStore {
     }
     if (query.olderThan !== undefined) params.older = query.olderThan;
     await this.ready();
-    const sql = listThreadsSql(states.length, query.after !== undefined, query.olderThan !== undefined);
+    if (this.ttlMs) params.now = Date.now();
+    const sql = listThreadsSql(states.length, query.after !== undefined, query.olderThan !== undefined, this.ttlMs > 0);
     const rows = this.run("SELECT threads", sql, (s) => s.all(params)) as StatusRow[];
     return rows.map(toStatus);
   }
@@ -822,6 +941,8 @@ export class SqliteStore implements CheckpointStore {
     await this.ready();
     return await this.write(() => {
       if (request.fence) this.checkLease(request.threadId, request.fence, "status change");
+      // An expired thread's status is gone for readers: there is nothing to patch.
+      if (this.ttlMs && this.run("SELECT expiry", SQL.threadExpired, (s) => s.get({ thread: request.threadId, now: Date.now() }))) return undefined;
       return this.patch(request.threadId, request.patch);
     });
   }
@@ -929,6 +1050,37 @@ export class SqliteStore implements CheckpointStore {
       `its schema is at version ${current}, written by a newer @resumable/sqlite (this one knows version ${SCHEMA_VERSION}); ` +
         `upgrade @resumable/sqlite in this program`,
     );
+  }
+
+  /** Inside a write transaction: every row of the thread but its lease, whose token must keep growing if the thread is created again. */
+  private deleteRows(threadId: string): void {
+    this.run("DELETE checkpoints", SQL.deleteCheckpoints, (s) => s.run(threadId));
+    this.run("DELETE blobs", SQL.deleteBlobs, (s) => s.run(threadId));
+    this.run("DELETE writes", SQL.deleteWrites, (s) => s.run(threadId));
+    this.run("DELETE chunks", SQL.deleteChunks, (s) => s.run(threadId));
+    this.run("DELETE status", SQL.deleteStatus, (s) => s.run(threadId));
+    if (this.ttlMs) this.run("DELETE expiry", SQL.deleteExpiry, (s) => s.run(threadId));
+  }
+
+  /**
+   * Inside a write's transaction (with `ttlSeconds`): moves the thread's expiry to now + TTL, so the
+   * write and its expiry commit together. A thread that already expired is deleted first (readers see
+   * it gone already), so the write starts it anew and nothing of the old run shows through.
+   */
+  private touch(threadId: string): void {
+    const now = Date.now();
+    const params = { thread: threadId, now, expires: now + this.ttlMs };
+    if (this.run("UPSERT expiry", SQL.touchExpiry, (s) => s.get(params))) return;
+    this.deleteRows(threadId);
+    this.run("UPSERT expiry", SQL.touchExpiry, (s) => s.get(params));
+  }
+
+  /** `refreshOnRead`: after a read, moves the expiry of threads still live forward, in one transaction. */
+  private async refresh(threadIds: string[]): Promise<void> {
+    await this.write(() => {
+      const now = Date.now();
+      for (const thread of threadIds) this.run("UPDATE expiry", SQL.refreshExpiry, (s) => s.run({ thread, now, expires: now + this.ttlMs }));
+    });
   }
 
   /** Inside a write transaction: throws {@link LeaseLostError} unless the thread's lease still carries the fence's token. */
