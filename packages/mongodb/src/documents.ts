@@ -37,6 +37,8 @@ export interface CheckpointDoc {
   channel_versions: string;
   /** `CheckpointRecord.deltaRoots` as JSON text, or null. */
   delta_roots: string | null;
+  /** Written by a fenced call (`manyWorkers`): absent to readers until `tag.op` is committed. */
+  tag?: { token: number; op: string };
 }
 
 export interface BlobDoc {
@@ -58,6 +60,20 @@ export interface WriteDoc {
   checkpoint_id: string;
   task_id: string;
   idx: number;
+  channel: string;
+  task_path: string;
+  value: ValueDoc;
+  /**
+   * A fenced call's value (`manyWorkers`), beside the one readers see now (absent for a new key): it
+   * replaces it for readers once `next.op` is committed, and is moved into place after the commit.
+   */
+  next?: PendingWrite;
+}
+
+/** The fields of a write a fenced call stores under {@link WriteDoc.next}. */
+export interface PendingWrite {
+  op: string;
+  token: number;
   channel: string;
   task_path: string;
   value: ValueDoc;

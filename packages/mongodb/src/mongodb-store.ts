@@ -5,6 +5,7 @@
  */
 import {
   InvalidConfigError,
+  LeaseLostError,
   StoreClosedError,
   StoreNotSetUpError,
   ValueTooLargeError,
@@ -15,7 +16,13 @@ import {
   type HistoryAncestor,
   type HistoryQuery,
   type HistoryResult,
+  type Lease,
+  type LeaseClaim,
+  type LeaseFence,
+  type LeaseState,
   type ListCheckpointsQuery,
+  type ListThreadsQuery,
+  type PatchThreadStatusRequest,
   type PutCheckpointRequest,
   type PutWritesRequest,
   type StoreCapabilities,
@@ -23,6 +30,7 @@ import {
   type StoredCheckpoint,
   type SerializedValue,
   type ThreadScope,
+  type ThreadStatusRecord,
   type WriteRecord,
 } from "@resumable/core";
 import type { AnyBulkWriteOperation, Collection, Db, Document, Filter, MongoClient, MongoClientOptions } from "mongodb";
@@ -45,9 +53,11 @@ import {
   type BlobDoc,
   type CheckpointDoc,
   type ChunkDoc,
+  type PendingWrite,
   type WriteDoc,
 } from "./documents.js";
 import { checkCollectionPrefix, checkDatabaseName, checkId, onlyDuplicateKeys, translateError } from "./errors.js";
+import { ManyWorkers, REGISTER_INDEX, STATUS_INDEX, newOp, type LeaseDoc } from "./many-workers.js";
 import { ThreadExpiry, live, type ThreadDoc } from "./thread-expiry.js";
 
 /** Options of {@link MongoDBStore}. */
@@ -70,6 +80,17 @@ export interface MongoDBStoreOptions {
    * see {@link MongoDBStore.deleteExpiredThreads}. Default: never.
    */
   ttlSeconds?: number;
+  /**
+   * Several worker processes on one database (default `false`): thread leases with fencing tokens and
+   * a status per thread (`capabilities.leases` and `capabilities.threadStatus`, what
+   * `@resumable/recovery` needs), without transactions. A lease document per thread in
+   * `<prefix>leases` is the commit point of every fenced write and holds the thread's status;
+   * `setup()` adds its index `(state, updated_at, _id)`. Costs, per fenced write (and per root
+   * checkpoint, whose status it carries), two more requests (the commit and the untag); reads cost
+   * nothing more unless they meet a record whose commit is under way or was cut short. Off, nothing
+   * changes and no request is added.
+   */
+  manyWorkers?: boolean;
 }
 
 /** Options of {@link MongoDBStore.connect}: store options plus `MongoClient` settings. */
@@ -100,6 +121,8 @@ export interface MongoDBCollections {
   chunks: Collection<ChunkDoc>;
   /** One document per thread with its expiry (only used with `ttlSeconds`), `_id` the thread id. */
   threads: Collection<ThreadDoc>;
+  /** With `manyWorkers`: one document per thread with its lease, committed fenced calls and status (see many-workers.ts). */
+  leases: Collection<LeaseDoc>;
   /** The layout version, `{ _id: "layout", version }`. */
   meta: Collection<{ _id: string; version: number }>;
 }
@@ -133,6 +156,9 @@ export class MongoDBStore implements CheckpointStore {
   private readonly pageSize: number;
   /** With `ttlSeconds`: the threads' expiry. */
   private readonly expiry: ThreadExpiry | undefined;
+  /** Leases and status (used by reads even without `manyWorkers`, should they meet a tagged record). */
+  private readonly workers: ManyWorkers;
+  private readonly manyWorkers: boolean;
   private ownsClient = false;
   private listener: StoreCommandListener | undefined;
   private closed = false;
@@ -150,8 +176,11 @@ export class MongoDBStore implements CheckpointStore {
       writes: c("writes"),
       chunks: c("chunks"),
       threads: c("threads"),
+      leases: c("leases"),
       meta: c("meta"),
     };
+    this.manyWorkers = options.manyWorkers === true;
+    this.workers = new ManyWorkers(this.collections.leases, (command, operation, op) => this.run(command, operation, op));
     this.pageSize = positiveInteger(options.pageSize, "pageSize", 50, 10_000);
     if (options.ttlSeconds !== undefined) {
       const ttlMs = positiveInteger(options.ttlSeconds, "ttlSeconds", 0, 10 * 365 * 86_400) * 1000;
@@ -166,6 +195,7 @@ export class MongoDBStore implements CheckpointStore {
       commandEvents: true,
       valueRefs: true,
       deltaRanges: true,
+      ...(this.manyWorkers ? { leases: true, threadStatus: true } : {}),
     };
   }
 
@@ -190,7 +220,7 @@ export class MongoDBStore implements CheckpointStore {
    */
   async setup(): Promise<void> {
     this.check();
-    const { checkpoints, blobs, writes, chunks, threads, meta } = this.collections;
+    const { checkpoints, blobs, writes, chunks, threads, leases, meta } = this.collections;
     const unique = { unique: true };
     await this.run("createIndexes", "setup", () =>
       Promise.all([
@@ -201,6 +231,8 @@ export class MongoDBStore implements CheckpointStore {
         writes.createIndex({ thread_id: 1, checkpoint_ns: 1, checkpoint_id: 1, task_id: 1, idx: 1 }, { name: "thread_ns_checkpoint_task_idx", ...unique }),
         chunks.createIndex({ thread_id: 1, hash: 1, idx: 1 }, { name: "thread_hash_idx", ...unique }),
         threads.createIndex({ expires_at: 1 }, { name: "expires_at" }),
+        this.manyWorkers ? leases.createIndex({ thread_id: 1, seq: -1 }, { name: REGISTER_INDEX, ...unique }) : undefined,
+        this.manyWorkers ? leases.createIndex({ state: 1, updated_at: 1, thread_id: 1 }, { name: STATUS_INDEX }) : undefined,
       ]),
     );
     const layout = await this.run("update meta", "setup", () =>
@@ -238,6 +270,9 @@ export class MongoDBStore implements CheckpointStore {
       if (blob.baseVersion !== undefined) checkId(`base version of channel "${blob.channel}"`, blob.baseVersion);
       return toBlobDoc(record.threadId, record.checkpointNs, blob);
     });
+    // manyWorkers: a fenced put, or one carrying the thread's status, commits on the lease document.
+    const op = this.manyWorkers && (request.fence !== undefined || request.status !== undefined) ? newOp() : undefined;
+    if (op !== undefined) doc.tag = { token: request.fence?.token ?? 0, op };
     await this.ensureReady();
     await this.expiry?.touch(record.threadId, "putCheckpoint");
     // The parts first (in parallel: neither is visible without the other's commit point)...
@@ -245,10 +280,13 @@ export class MongoDBStore implements CheckpointStore {
       this.insertChunks(record.threadId, request.chunks, "putCheckpoint"),
       blobs.length > 0 ? this.run("insert blobs", "putCheckpoint", () => insertOrIgnore(this.collections.blobs, blobs)) : undefined,
     ]);
-    // ...then the checkpoint document, which makes them visible.
+    // ...then the checkpoint document, which makes them visible (tagged: once its op is committed).
     await this.run("upsert checkpoint", "putCheckpoint", () =>
       retryDuplicate(() => this.collections.checkpoints.replaceOne({ _id: doc._id }, doc, { upsert: true })),
     );
+    if (op === undefined) return;
+    await this.workers.commit(record.threadId, op, request.fence, request.status && { write: request.status, checkpointId: record.checkpointId }, "putCheckpoint");
+    await this.run("update checkpoint untag", "putCheckpoint", () => this.collections.checkpoints.updateOne({ _id: doc._id, "tag.op": op }, { $unset: { tag: "" } }));
   }
 
   async putWrites(request: PutWritesRequest): Promise<void> {
@@ -270,14 +308,68 @@ export class MongoDBStore implements CheckpointStore {
     await this.insertChunks(request.threadId, request.chunks, "putWrites");
     if (writes.length === 0) return;
     const collection = this.collections.writes;
-    if (request.mode === "ignore") {
+    const fence = this.manyWorkers ? request.fence : undefined;
+    if (fence !== undefined) {
+      await this.putFencedWrites(request, writes, fence);
+    } else if (request.mode === "ignore") {
       await this.run("insert writes", "putWrites", () => insertOrIgnore(collection, writes));
-      return;
+    } else {
+      const ops: AnyBulkWriteOperation<WriteDoc>[] = writes.map((w) => ({
+        replaceOne: { filter: { _id: w._id }, replacement: w, upsert: true },
+      }));
+      await this.run("upsert writes", "putWrites", () => retryDuplicate(() => collection.bulkWrite(ops, { ordered: false })));
     }
-    const ops: AnyBulkWriteOperation<WriteDoc>[] = writes.map((w) => ({
-      replaceOne: { filter: { _id: w._id }, replacement: w, upsert: true },
+    if (request.status === undefined || !this.manyWorkers) return;
+    try {
+      await this.workers.patch(request.threadId, request.status, fence, "putWrites");
+    } catch (error) {
+      // The writes are committed; a status change the lease no longer allows is simply not applied.
+      if (!(error instanceof LeaseLostError)) throw error;
+    }
+  }
+
+  /**
+   * The writes of a fenced call, each under `next` (readers keep seeing what was there, or nothing),
+   * then the commit on the lease document, then the move into place. "ignore" keeps a key that holds a
+   * visible write, and takes one that holds only a value never committed (its call was refused or cut
+   * short, so no reader saw it): the retry of the task on the new lease must land.
+   */
+  private async putFencedWrites(request: PutWritesRequest, writes: WriteDoc[], fence: LeaseFence): Promise<void> {
+    const { threadId } = request;
+    const collection = this.collections.writes;
+    const op = newOp();
+    const pending = (w: WriteDoc): PendingWrite => ({ op, token: fence.token, channel: w.channel, task_path: w.task_path, value: w.value });
+    const keys = (w: WriteDoc) => ({ thread_id: w.thread_id, checkpoint_ns: w.checkpoint_ns, checkpoint_id: w.checkpoint_id, task_id: w.task_id, idx: w.idx });
+    if (request.mode === "upsert") {
+      const ops: AnyBulkWriteOperation<WriteDoc>[] = writes.map((w) => ({
+        updateOne: { filter: { _id: w._id }, update: { $set: { next: pending(w) }, $setOnInsert: keys(w) }, upsert: true },
+      }));
+      await this.run("upsert fenced writes", "putWrites", () => retryDuplicate(() => collection.bulkWrite(ops, { ordered: false })));
+    } else {
+      const taken = await this.run("insert fenced writes", "putWrites", () =>
+        insertOrIgnore(collection, writes.map((w) => ({ _id: w._id, ...keys(w), next: pending(w) }) as WriteDoc)),
+      );
+      if (taken.length > 0) {
+        const existing = await this.run("find writes", "putWrites", () =>
+          collection.find({ _id: { $in: taken.map((w) => w._id) } }, { projection: { _id: 1, value: 1, "next.op": 1 }, ...ALL }).toArray(),
+        );
+        const unseen = existing.filter((d) => d.value === undefined && d.next !== undefined && d.next.op !== op);
+        const committed = await this.workers.committed(unseen.map((d) => ({ threadId, op: d.next!.op })), "putWrites");
+        const replace = unseen.filter((d) => !committed.has(`${threadId}\u0000${d.next!.op}`));
+        const byId = new Map(taken.map((w) => [w._id, w]));
+        if (replace.length > 0) {
+          const ops: AnyBulkWriteOperation<WriteDoc>[] = replace.map((d) => ({
+            updateOne: { filter: { _id: d._id, "next.op": d.next!.op }, update: { $set: { next: byId.get(d._id)!.next! } } },
+          }));
+          await this.run("update fenced writes", "putWrites", () => collection.bulkWrite(ops, { ordered: false }));
+        }
+      }
+    }
+    await this.workers.commit(threadId, op, fence, undefined, "putWrites");
+    const untag: AnyBulkWriteOperation<WriteDoc>[] = writes.map((w) => ({
+      updateOne: { filter: { _id: w._id, "next.op": op }, update: { $set: { channel: w.channel, task_path: w.task_path, value: w.value }, $unset: { next: "" } } },
     }));
-    await this.run("upsert writes", "putWrites", () => retryDuplicate(() => collection.bulkWrite(ops, { ordered: false })));
+    await this.run("update writes untag", "putWrites", () => collection.bulkWrite(untag, { ordered: false }));
   }
 
   async getCheckpoint(scope: ThreadScope & { checkpointId?: string }): Promise<StoredCheckpoint | undefined> {
@@ -296,8 +388,14 @@ export class MongoDBStore implements CheckpointStore {
       doc = await this.run("find checkpoint", "getCheckpoint", () =>
         this.collections.checkpoints.findOne({ _id: keyId([scope.threadId, scope.checkpointNs, id]) }),
       );
+      if (doc?.tag) doc = (await this.hideUncommitted([doc], "getCheckpoint"))[0] ?? null;
     } else {
       doc = await this.run("find checkpoint", "getCheckpoint", () => this.collections.checkpoints.findOne(where, { sort: { checkpoint_id: -1 } }));
+      // The newest may be a fenced put not committed (under way, refused or cut short): then the one before.
+      while (doc?.tag && (await this.hideUncommitted([doc], "getCheckpoint")).length === 0) {
+        const older = { ...where, checkpoint_id: { $lt: doc.checkpoint_id } };
+        doc = await this.run("find checkpoint", "getCheckpoint", () => this.collections.checkpoints.findOne(older, { sort: { checkpoint_id: -1 } }));
+      }
     }
     if (marker && !live(await marker)) return undefined;
     if (!doc) {
@@ -337,7 +435,7 @@ export class MongoDBStore implements CheckpointStore {
       const docs = await this.run("find checkpoints", "listCheckpoints", () =>
         this.collections.checkpoints.find(filter, { sort: NEWEST_FIRST, limit: size, batchSize: size }).toArray(),
       );
-      for (const stored of await this.withParts(docs, "listCheckpoints", { checkExpiry: true })) {
+      for (const stored of await this.withParts(await this.hideUncommitted(docs, "listCheckpoints"), "listCheckpoints", { checkExpiry: true })) {
         yield stored;
         remaining -= 1;
         if (remaining <= 0) return;
@@ -404,9 +502,12 @@ export class MongoDBStore implements CheckpointStore {
     }
     if (ancestors.length === 0) return { ancestors };
     const byAncestor = new Map(ancestors.map((a) => [a.checkpointId, a]));
+    const channels = this.manyWorkers
+      ? { $or: [{ channel: { $in: query.channels } }, { "next.channel": { $in: query.channels } }] }
+      : { channel: { $in: query.channels } };
     const [writes, blobs] = await Promise.all([
       this.run("find writes", "getHistory", () =>
-        this.collections.writes.find({ ...where, checkpoint_id: { $in: [...byAncestor.keys()] }, channel: { $in: query.channels } }, ALL).toArray(),
+        this.collections.writes.find({ ...where, checkpoint_id: { $in: [...byAncestor.keys()] }, ...channels } as Filter<WriteDoc>, ALL).toArray(),
       ),
       seeds.length === 0
         ? []
@@ -414,7 +515,9 @@ export class MongoDBStore implements CheckpointStore {
             this.collections.blobs.find({ ...where, $or: seeds.map((s) => blobCondition(s.channel, s.version, s.root)) }, ALL).toArray(),
           ),
     ]);
-    for (const write of writes) byAncestor.get(write.checkpoint_id)?.writes.push(fromWriteDoc(write));
+    for (const write of await this.resolveWrites(writes, "getHistory")) {
+      if (query.channels.includes(write.channel)) byAncestor.get(write.checkpoint_id)?.writes.push(fromWriteDoc(write));
+    }
     for (const blob of blobs) {
       const seed = seeds.find((s) => s.channel === blob.channel && inRange(blob.version, s.version, s.root));
       seed?.ancestor.blobs.push(fromBlobDoc(blob));
@@ -578,7 +681,7 @@ export class MongoDBStore implements CheckpointStore {
     const blobsOf = new Map<string, BlobRecord[]>();
     for (const blob of blobDocs) push(blobsOf, JSON.stringify([blob.thread_id, blob.checkpoint_ns, blob.channel]), fromBlobDoc(blob));
     const writesOf = new Map<string, WriteRecord[]>();
-    for (const write of writeDocs) push(writesOf, JSON.stringify([write.thread_id, write.checkpoint_ns, write.checkpoint_id]), fromWriteDoc(write));
+    for (const write of await this.resolveWrites(writeDocs, operation)) push(writesOf, JSON.stringify([write.thread_id, write.checkpoint_ns, write.checkpoint_id]), fromWriteDoc(write));
     const stored = visible.map((record): StoredCheckpoint => {
       const blobs: BlobRecord[] = [];
       for (const [channel, version] of Object.entries(record.channelVersions)) {
@@ -627,6 +730,82 @@ export class MongoDBStore implements CheckpointStore {
       this.run("delete blobs", operation, () => blobs.deleteMany(where)),
       this.run("delete chunks", operation, () => chunks.deleteMany(where)),
     ]);
+    // The status goes with the thread; the lease (its last token) stays, so a stale holder stays fenced.
+    if (this.manyWorkers) await this.workers.forget(threadId, operation);
+  }
+
+  /** Checkpoint documents without those of fenced puts not committed (one lease query, only if any is tagged). */
+  private async hideUncommitted(docs: CheckpointDoc[], operation: string): Promise<CheckpointDoc[]> {
+    const tagged = docs.filter((d) => d.tag);
+    if (tagged.length === 0) return docs;
+    const committed = await this.workers.committed(tagged.map((d) => ({ threadId: d.thread_id, op: d.tag!.op })), operation);
+    return docs.filter((d) => !d.tag || committed.has(`${d.thread_id}\u0000${d.tag.op}`));
+  }
+
+  /** Write documents as readers see them: a committed `next` replaces the value, an uncommitted one is ignored. */
+  private async resolveWrites(docs: WriteDoc[], operation: string): Promise<WriteDoc[]> {
+    const pending = docs.filter((d) => d.next);
+    if (pending.length === 0) return docs;
+    const committed = await this.workers.committed(pending.map((d) => ({ threadId: d.thread_id, op: d.next!.op })), operation);
+    const out: WriteDoc[] = [];
+    for (const doc of docs) {
+      if (!doc.next) out.push(doc);
+      else if (committed.has(`${doc.thread_id}\u0000${doc.next.op}`)) out.push({ ...doc, channel: doc.next.channel, task_path: doc.next.task_path, value: doc.next.value });
+      else if (doc.value !== undefined) out.push(doc);
+    }
+    return out;
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // manyWorkers: leases and thread status (see many-workers.ts).
+  // -------------------------------------------------------------------------------------------------
+
+  /**
+   * Claims the thread with one conditional upsert of its lease document. Expiry is judged by this
+   * process's clock (FerretDB has no server-side time in a query filter); the token alone fences.
+   */
+  async claimLease(claim: LeaseClaim): Promise<Lease | undefined> {
+    await this.beforeManyWorkers("claimLease", claim.threadId);
+    return this.workers.claim(claim);
+  }
+
+  async renewLease(lease: Lease, ttlMs: number): Promise<Lease> {
+    await this.beforeManyWorkers("renewLease", lease.threadId);
+    return this.workers.renew(lease, ttlMs);
+  }
+
+  async releaseLease(lease: Lease): Promise<void> {
+    await this.beforeManyWorkers("releaseLease", lease.threadId);
+    await this.workers.release(lease);
+  }
+
+  async getLease(threadId: string): Promise<LeaseState | undefined> {
+    await this.beforeManyWorkers("getLease", threadId);
+    return this.workers.get(threadId);
+  }
+
+  async getThreadStatus(threadId: string): Promise<ThreadStatusRecord | undefined> {
+    await this.beforeManyWorkers("getThreadStatus", threadId);
+    return this.workers.status(threadId, "getThreadStatus");
+  }
+
+  /** One query per state on the index `(state, updated_at, _id)`, each `limit` at most, merged. */
+  async listThreads(query: ListThreadsQuery): Promise<ThreadStatusRecord[]> {
+    await this.beforeManyWorkers("listThreads");
+    return this.workers.list(query);
+  }
+
+  /** A read of the lease document and an update conditional on the status revision read (and the lease, with `fence`). */
+  async patchThreadStatus(request: PatchThreadStatusRequest): Promise<ThreadStatusRecord | undefined> {
+    await this.beforeManyWorkers("patchThreadStatus", request.threadId);
+    return this.workers.patch(request.threadId, request.patch, request.fence, "patchThreadStatus");
+  }
+
+  private async beforeManyWorkers(operation: string, threadId?: string): Promise<void> {
+    this.check();
+    if (!this.manyWorkers) throw new InvalidConfigError("manyWorkers", `${STORE_NAME}: ${operation}() needs the manyWorkers option (leases and thread status).`);
+    if (threadId !== undefined) checkId("thread_id", threadId);
+    await this.ensureReady();
   }
 
 }
@@ -658,11 +837,17 @@ function after(last: CheckpointDoc, where: Filter<CheckpointDoc>, ids: Document)
 }
 
 /** Inserts documents, keeping those already stored under the same unique key (insert-or-ignore). */
-async function insertOrIgnore<T extends Document>(collection: Collection<T>, docs: T[]): Promise<void> {
+async function insertOrIgnore<T extends Document>(collection: Collection<T>, docs: T[]): Promise<T[]> {
   try {
     await collection.insertMany(docs as unknown as Parameters<Collection<T>["insertMany"]>[0], { ordered: false });
+    return [];
   } catch (error) {
     if (!onlyDuplicateKeys(error)) throw error;
+    // The documents whose key was taken (all of them, should the server not say which).
+    const listed = (error as { writeErrors?: unknown }).writeErrors;
+    const errors = listed === undefined ? [] : Array.isArray(listed) ? listed : [listed];
+    const taken = errors.map((e) => docs[(e as { index?: number }).index ?? -1]).filter((d): d is T => d !== undefined);
+    return taken.length > 0 ? taken : docs;
   }
 }
 

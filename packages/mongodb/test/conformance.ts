@@ -10,16 +10,21 @@ import { afterAll, beforeAll } from "vitest";
 import { MongoDBStore } from "../src/index.js";
 import { TestServer } from "./helpers.js";
 
-export function mongoConformance(handler: FerretDbHandler): void {
+/**
+ * With `manyWorkers`, only the categories the option adds (leases, thread status, thread listing) run:
+ * every other category runs, with the option off, in conformance-{sqlite,postgresql}.test.ts.
+ */
+export function mongoConformance(handler: FerretDbHandler, options: { manyWorkers?: boolean } = {}): void {
+  const manyWorkers = options.manyWorkers === true;
   const server = new TestServer(handler);
   beforeAll(() => server.init());
   afterAll(() => server.closeAll());
   runConformance(
     {
-      name: `mongodb-${handler}`,
+      name: `mongodb-${handler}${manyWorkers ? "-many-workers" : ""}`,
       async create() {
         // The client is shared: closing a store leaves a client it was handed open.
-        const store = new MongoDBStore(server.client, { dbName: await server.database("conf") });
+        const store = new MongoDBStore(server.client, { dbName: await server.database(manyWorkers ? "confmw" : "conf"), ...(manyWorkers ? { manyWorkers } : {}) });
         await store.setup();
         return store;
       },
@@ -28,6 +33,8 @@ export function mongoConformance(handler: FerretDbHandler): void {
       },
     },
     // Crash injection runs in crash-*.test.ts: its children need a factory module.
-    { name: `mongodb-${handler}`, crash: false },
+    manyWorkers
+      ? { name: `mongodb-${handler} (manyWorkers)`, crash: false, langchain: false, categories: ["leases", "thread-status", "thread-listing"] }
+      : { name: `mongodb-${handler}`, crash: false },
   );
 }
