@@ -14,6 +14,7 @@ export const TABLES = {
   chunks: "resumable_chunks",
   leases: "resumable_leases",
   threads: "resumable_threads",
+  expiry: "resumable_thread_expiry",
 } as const;
 
 /** One migration: its version and the statements it runs, given the quoted schema name. */
@@ -120,6 +121,21 @@ export const MIGRATIONS: readonly Migration[] = [
         attempted_at bigint
       )`,
       `CREATE INDEX ${TABLES.threads}_state ON ${s}.${TABLES.threads} (state, updated_at, thread_id)`,
+    ],
+  },
+  {
+    // Whole-thread TTL (`ttlSeconds`): one row per thread with its expiry (ms since the epoch by the
+    // server's clock), so that a thread is live or expired as a whole; the index lets a sweep read only
+    // the expired rows. Used only with `ttlSeconds`; schemas of earlier versions get an empty table,
+    // and their threads live until their next write.
+    version: 4,
+    description: "thread expiry",
+    statements: (s) => [
+      `CREATE TABLE ${s}.${TABLES.expiry} (
+        thread_id text COLLATE "C" PRIMARY KEY,
+        expires_at bigint NOT NULL
+      )`,
+      `CREATE INDEX ${TABLES.expiry}_at ON ${s}.${TABLES.expiry} (expires_at)`,
     ],
   },
 ];

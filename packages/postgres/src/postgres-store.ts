@@ -54,6 +54,20 @@ export interface PostgresStoreOptions {
   chunkBytes?: number;
   /** Checkpoints fetched per page by `listCheckpoints`. Default 50. */
   pageSize?: number;
+  /**
+   * Expire a thread this many seconds after its last write (`putCheckpoint`, `putWrites`), as a whole:
+   * its expiry is one row, moved forward inside each write's own statement, and reads treat an expired
+   * thread as gone from that moment on (every namespace, its status included). Its rows are deleted by
+   * {@link PostgresStore.deleteExpiredThreads}, a thread per statement. A write to an expired thread
+   * deletes it first, so the new run starts from nothing. Expiry is judged by the server's clock.
+   * Default: never. Every process that shares the schema should pass the same value.
+   */
+  ttlSeconds?: number;
+  /**
+   * With `ttlSeconds`: `getCheckpoint` and `listCheckpoints` move the expiry of each live thread they
+   * return forward too (one `UPDATE` after the read). Default `false`: only writes do.
+   */
+  refreshOnRead?: boolean;
 }
 
 /** Options of {@link PostgresStore.connect}: store options plus `pg.Pool` settings. */
@@ -74,6 +88,8 @@ export interface PostgresConnectOptions extends PostgresStoreOptions {
 }
 
 const DEFAULT_CHUNK_BYTES = Number.POSITIVE_INFINITY;
+/** The longest `ttlSeconds`: ten years. */
+const MAX_TTL_SECONDS = 10 * 365 * 86_400;
 const STORE_NAME = "PostgresStore";
 
 /** Collects query parameters and hands out their `$n` placeholders. */
@@ -161,7 +177,10 @@ export class PostgresStore implements CheckpointStore {
   readonly schema: string;
   private ownsPool = false;
   private readonly pageSize: number;
-  private readonly t: { checkpoints: string; blobs: string; writes: string; chunks: string; migrations: string; leases: string; threads: string };
+  private readonly t: { checkpoints: string; blobs: string; writes: string; chunks: string; migrations: string; leases: string; threads: string; expiry: string };
+  /** `ttlSeconds` in milliseconds; 0 without a TTL. */
+  private readonly ttlMs: number;
+  private readonly refreshOnRead: boolean;
   private readonly quotedSchema: string;
   private listener: StoreCommandListener | undefined;
   private closed = false;
@@ -182,7 +201,20 @@ export class PostgresStore implements CheckpointStore {
       migrations: `${q}.${TABLES.migrations}`,
       leases: `${q}.${TABLES.leases}`,
       threads: `${q}.${TABLES.threads}`,
+      expiry: `${q}.${TABLES.expiry}`,
     };
+    const ttlSeconds = options.ttlSeconds;
+    if (ttlSeconds !== undefined && (typeof ttlSeconds !== "number" || !Number.isInteger(ttlSeconds) || ttlSeconds < 1 || ttlSeconds > MAX_TTL_SECONDS)) {
+      throw new InvalidConfigError("ttlSeconds", `PostgresStore: "ttlSeconds" must be an integer from 1 to ${MAX_TTL_SECONDS} (ten years), got ${String(ttlSeconds)}.`);
+    }
+    if (options.refreshOnRead !== undefined && typeof options.refreshOnRead !== "boolean") {
+      throw new InvalidConfigError("refreshOnRead", `PostgresStore: "refreshOnRead" must be true or false, got ${String(options.refreshOnRead)}.`);
+    }
+    if (options.refreshOnRead && ttlSeconds === undefined) {
+      throw new InvalidConfigError("refreshOnRead", `PostgresStore: "refreshOnRead" needs "ttlSeconds" (there is no expiry to refresh without it).`);
+    }
+    this.ttlMs = (ttlSeconds ?? 0) * 1000;
+    this.refreshOnRead = options.refreshOnRead ?? false;
     this.pageSize = Math.max(1, Math.floor(options.pageSize ?? 50));
     this.capabilities = {
       maxItemBytes: options.chunkBytes ?? DEFAULT_CHUNK_BYTES,
@@ -339,8 +371,10 @@ export class PostgresStore implements CheckpointStore {
     const ns = p.add(record.checkpointNs);
     const ctes: string[] = [];
     const fenced = request.fence !== undefined;
+    const ttl = this.ttlMs > 0;
     if (request.fence) ctes.push(this.fenceCte(p, thread, request.fence));
-    const guard = (source: string) => (fenced ? guarded(source) : source);
+    if (ttl) ctes.push(this.expiryCte(p, thread, fenced));
+    const guard = (source: string) => guarded(source, fenced, ttl);
     const chunks = this.chunkValues(p, thread, request.chunks);
     if (chunks) ctes.push(`chunks AS (INSERT INTO ${this.t.chunks} (thread_id, hash, idx, data) ${guard(chunks)} ON CONFLICT DO NOTHING)`);
     const blobRows = dedupe(request.blobs, (b) => `${b.channel}\u0000${b.version}`, "first").map((blob) => {
@@ -385,14 +419,13 @@ export class PostgresStore implements CheckpointStore {
       `metadata_type = EXCLUDED.metadata_type, metadata_data = EXCLUDED.metadata_data, metadata_chunk = EXCLUDED.metadata_chunk, ` +
       `metadata_json = EXCLUDED.metadata_json, metadata_json_raw = EXCLUDED.metadata_json_raw, channel_versions = EXCLUDED.channel_versions, ` +
       `delta_roots = EXCLUDED.delta_roots`;
-    if (!request.fence) {
+    if (!request.fence && !ttl) {
       const sql = (ctes.length > 0 ? `WITH ${ctes.join(", ")} ` : "") + insert;
       await this.run("INSERT checkpoint", "putCheckpoint", sql, p.values);
       return;
     }
     ctes.push(`cp AS (${insert} RETURNING 1)`);
-    const rows = await this.run<FenceRow>("INSERT checkpoint", "putCheckpoint", `WITH ${ctes.join(", ")} ${this.fenceResult(thread)}`, p.values);
-    this.checkFenceResult(record.threadId, request.fence, rows, "put");
+    await this.guardedWrite(record.threadId, request.fence, "putCheckpoint", "put", "INSERT checkpoint", `WITH ${ctes.join(", ")} ${this.writeResult(thread, fenced)}`, p.values);
   }
 
   /**
@@ -411,8 +444,10 @@ export class PostgresStore implements CheckpointStore {
     const checkpointId = p.add(request.checkpointId);
     const ctes: string[] = [];
     const fenced = request.fence !== undefined;
+    const ttl = this.ttlMs > 0;
     if (request.fence) ctes.push(this.fenceCte(p, thread, request.fence));
-    const guard = (source: string) => (fenced ? guarded(source) : source);
+    if (ttl) ctes.push(this.expiryCte(p, thread, fenced));
+    const guard = (source: string) => guarded(source, fenced, ttl);
     const chunks = this.chunkValues(p, thread, request.chunks);
     // One statement cannot upsert the same key twice: keep the write the mode says survives.
     const writes = dedupe(request.writes, (w) => `${w.taskId}\u0000${w.idx}`, request.mode === "upsert" ? "last" : "first");
@@ -423,7 +458,7 @@ export class PostgresStore implements CheckpointStore {
       return [write.taskId, write.idx, write.channel, ...valueCells(write.value), write.taskPath];
     });
     if (chunks) ctes.push(`chunks AS (INSERT INTO ${this.t.chunks} (thread_id, hash, idx, data) ${guard(chunks)} ON CONFLICT DO NOTHING)`);
-    if (request.status) ctes.push(`status AS (${this.patchSql(p, thread, request.status, fenced)})`);
+    if (request.status) ctes.push(`status AS (${this.patchSql(p, thread, request.status, fenced, ttl ? "EXISTS (SELECT 1 FROM exp)" : undefined)})`);
     let main: string | undefined;
     if (rows.length > 0) {
       const onConflict =
@@ -436,10 +471,9 @@ export class PostgresStore implements CheckpointStore {
         `INSERT INTO ${this.t.writes} (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, value_type, value_data, value_chunk, refs, task_path) ` +
         `${guard(rowSource(p, [thread, ns, checkpointId], ["text", "integer", "text", ...VALUE_TYPES, "text"], rows))} ${onConflict}`;
     }
-    if (request.fence) {
+    if (fenced || ttl) {
       if (main) ctes.push(`w AS (${main})`);
-      const result = await this.run<FenceRow>("INSERT writes", "putWrites", `WITH ${ctes.join(", ")} ${this.fenceResult(thread)}`, p.values);
-      this.checkFenceResult(request.threadId, request.fence, result, "putWrites");
+      await this.guardedWrite(request.threadId, request.fence, "putWrites", "putWrites", "INSERT writes", `WITH ${ctes.join(", ")} ${this.writeResult(thread, fenced)}`, p.values);
       return;
     }
     if (!main) {
@@ -459,8 +493,11 @@ export class PostgresStore implements CheckpointStore {
       checkId("checkpoint_id", scope.checkpointId);
       where += ` AND checkpoint_id = ${p.add(scope.checkpointId)}`;
     }
+    if (this.ttlMs) where += ` AND ${this.live("$1")}`;
     const rows = await this.run<ReadRow>("SELECT checkpoint", "getCheckpoint", this.readQuery(where, "1"), p.values);
-    return assemble(rows)[0];
+    const found = assemble(rows)[0];
+    if (found && this.refreshOnRead) await this.refresh([scope.threadId], "getCheckpoint");
+    return found;
   }
 
   async *listCheckpoints(query: ListCheckpointsQuery): AsyncGenerator<StoredCheckpoint> {
@@ -493,6 +530,7 @@ export class PostgresStore implements CheckpointStore {
         conditions.push(`metadata_json -> ${p.add(key)} = ${p.add(JSON.stringify(value))}::jsonb`);
       }
     }
+    if (this.ttlMs) conditions.push(this.live(`${this.t.checkpoints}.thread_id`));
     let remaining = query.limit ?? Number.POSITIVE_INFINITY;
     let cursor: { threadId: string; checkpointNs: string; checkpointId: string } | undefined;
     while (remaining > 0) {
@@ -512,6 +550,7 @@ export class PostgresStore implements CheckpointStore {
         pageParams.values,
       );
       const page = assemble(rows);
+      if (this.refreshOnRead && page.length > 0) await this.refresh([...new Set(page.map((stored) => stored.record.threadId))], "listCheckpoints");
       for (const stored of page) yield stored;
       remaining -= page.length;
       if (page.length < size) return;
@@ -543,7 +582,7 @@ export class PostgresStore implements CheckpointStore {
       `WITH RECURSIVE chain AS (` +
       `SELECT p.thread_id, p.checkpoint_id, p.parent_checkpoint_id, p.channel_versions, p.delta_roots, 1 AS depth, ${unseeded(`${channels}::text[]`)} AS remaining ` +
       `FROM ${cp} t JOIN ${cp} p ON p.thread_id = t.thread_id AND p.checkpoint_ns = t.checkpoint_ns AND p.checkpoint_id = t.parent_checkpoint_id ` +
-      `WHERE t.thread_id = ${thread} AND t.checkpoint_ns = ${ns} AND t.checkpoint_id = ${target} ` +
+      `WHERE t.thread_id = ${thread} AND t.checkpoint_ns = ${ns} AND t.checkpoint_id = ${target} ${this.ttlMs ? `AND ${this.live(thread)} ` : ""}` +
       `UNION ALL ` +
       `SELECT p.thread_id, p.checkpoint_id, p.parent_checkpoint_id, p.channel_versions, p.delta_roots, c.depth + 1, ${unseeded("c.remaining")} ` +
       `FROM chain c JOIN ${cp} p ON p.thread_id = c.thread_id AND p.checkpoint_ns = ${ns} AND p.checkpoint_id = c.parent_checkpoint_id ` +
@@ -599,7 +638,7 @@ export class PostgresStore implements CheckpointStore {
     const rows = await this.run<{ hash: string; idx: number; data: Buffer }>(
       "SELECT chunks",
       "getChunks",
-      `SELECT hash, idx, data FROM ${this.t.chunks} WHERE thread_id = $1 AND hash = ANY($2::text[]) ORDER BY hash, idx`,
+      `SELECT hash, idx, data FROM ${this.t.chunks} WHERE thread_id = $1 AND hash = ANY($2::text[])${this.ttlMs ? ` AND ${this.live("$1")}` : ""} ORDER BY hash, idx`,
       [threadId, [...new Set(hashes)]],
     );
     return rows.map((row) => ({ hash: row.hash, index: row.idx, data: bytes(row.data) }));
@@ -618,7 +657,7 @@ export class PostgresStore implements CheckpointStore {
       "getBlobs",
       `SELECT b.channel, b.version AS key, b.base_version AS extra, b.value_type AS type, b.value_data AS data, b.value_chunk AS chunk ` +
         `FROM ${this.t.blobs} b JOIN unnest($3::text[], $4::text[]) AS k(channel, version) ON b.channel = k.channel AND b.version = k.version ` +
-        `WHERE b.thread_id = $1 AND b.checkpoint_ns = $2`,
+        `WHERE b.thread_id = $1 AND b.checkpoint_ns = $2${this.ttlMs ? ` AND ${this.live("$1")}` : ""}`,
       [scope.threadId, scope.checkpointNs, keys.map((k) => k.channel), keys.map((k) => k.version)],
     );
     return rows.map(toBlob);
@@ -636,9 +675,42 @@ export class PostgresStore implements CheckpointStore {
       "deleteThread",
       `WITH w AS (DELETE FROM ${this.t.writes} WHERE thread_id = $1), b AS (DELETE FROM ${this.t.blobs} WHERE thread_id = $1), ` +
         `ch AS (DELETE FROM ${this.t.chunks} WHERE thread_id = $1), st AS (DELETE FROM ${this.t.threads} WHERE thread_id = $1) ` +
+        (this.ttlMs ? `, ex AS (DELETE FROM ${this.t.expiry} WHERE thread_id = $1) ` : "") +
         `DELETE FROM ${this.t.checkpoints} WHERE thread_id = $1`,
       [threadId],
     );
+  }
+
+  /**
+   * Deletes threads whose `ttlSeconds` passed since their last write (at most `limit` per call, 100 by
+   * default, oldest expiry first) and returns how many. An expired thread is already invisible to
+   * reads, as a whole; this reclaims its rows: each thread in one statement, hence one transaction,
+   * which deletes what {@link deleteThread} deletes (the lease row stays) only if the thread is still
+   * expired when its expiry row is locked, so a crash leaves a thread whole or gone and a thread
+   * written meanwhile is kept. Expired rows are read through an index on the expiry: the cost follows
+   * what expired, not the number of threads. Several processes may sweep at once. Without
+   * `ttlSeconds` it returns 0. Run it from a timer, for example:
+   *
+   * ```ts
+   * setInterval(() => store.deleteExpiredThreads({ limit: 1000 }).catch(console.error), 60_000).unref();
+   * ```
+   */
+  async deleteExpiredThreads(options: { limit?: number } = {}): Promise<number> {
+    this.check();
+    const limit = options.limit ?? 100;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100_000) {
+      throw new InvalidConfigError("limit", `PostgresStore.deleteExpiredThreads(): "limit" must be an integer from 1 to 100000, got ${String(limit)}.`);
+    }
+    if (!this.ttlMs) return 0;
+    const expired = await this.run<{ thread_id: string }>(
+      "SELECT expired threads",
+      "deleteExpiredThreads",
+      `SELECT thread_id FROM ${this.t.expiry} WHERE expires_at <= ${NOW_MS} ORDER BY expires_at LIMIT $1`,
+      [limit],
+    );
+    let deleted = 0;
+    for (const { thread_id: threadId } of expired) deleted += await this.deleteIfExpired(threadId, "deleteExpiredThreads");
+    return deleted;
   }
 
   /**
@@ -698,7 +770,12 @@ export class PostgresStore implements CheckpointStore {
   async getThreadStatus(threadId: string): Promise<ThreadStatusRecord | undefined> {
     this.check();
     checkId("thread_id", threadId);
-    const rows = await this.run<StatusRow>("SELECT status", "getThreadStatus", `SELECT ${STATUS_COLUMNS} FROM ${this.t.threads} WHERE thread_id = $1`, [threadId]);
+    const rows = await this.run<StatusRow>(
+      "SELECT status",
+      "getThreadStatus",
+      `SELECT ${STATUS_COLUMNS} FROM ${this.t.threads} WHERE thread_id = $1${this.ttlMs ? ` AND ${this.live("$1")}` : ""}`,
+      [threadId],
+    );
     return rows[0] ? toStatus(rows[0]) : undefined;
   }
 
@@ -728,6 +805,7 @@ export class PostgresStore implements CheckpointStore {
         `(SELECT ${STATUS_COLUMNS} FROM ${this.t.threads} WHERE state = ${p.add(state)}` +
         (after ? ` AND (updated_at, thread_id) > (${after[0]}::bigint, ${after[1]}::text)` : "") +
         (older ? ` AND updated_at < ${older}::bigint` : "") +
+        (this.ttlMs ? ` AND ${this.live(`${this.t.threads}.thread_id`)}` : "") +
         ` ORDER BY updated_at, thread_id LIMIT ${limit})`,
     );
     const sql = ranges.length === 1 ? ranges[0]! : `SELECT * FROM (${ranges.join(" UNION ALL ")}) AS r ORDER BY updated_at, thread_id LIMIT ${limit}`;
@@ -742,7 +820,9 @@ export class PostgresStore implements CheckpointStore {
     const thread = p.add(request.threadId);
     const ctes: string[] = [];
     if (request.fence) ctes.push(this.fenceCte(p, thread, request.fence));
-    ctes.push(`status AS (${this.patchSql(p, thread, request.patch, request.fence !== undefined)} RETURNING ${STATUS_COLUMNS})`);
+    // An expired thread's status is gone for readers: there is nothing to patch.
+    const live = this.ttlMs ? this.live(thread) : undefined;
+    ctes.push(`status AS (${this.patchSql(p, thread, request.patch, request.fence !== undefined, live)} RETURNING ${STATUS_COLUMNS})`);
     const rows = await this.run<FenceRow & Partial<StatusRow>>(
       "UPDATE status",
       "patchThreadStatus",
@@ -784,9 +864,9 @@ export class PostgresStore implements CheckpointStore {
   }
 
   /** Whether the fence held, and the lease row as the statement saw it (for the error message). */
-  private fenceResult(thread: string): string {
+  private fenceResult(thread: string, extra = ""): string {
     return (
-      `SELECT (SELECT count(*) FROM fence)::int AS held, l.token AS current_token, l.worker_id AS current_worker, l.released AS current_released ` +
+      `SELECT (SELECT count(*) FROM fence)::int AS held, l.token AS current_token, l.worker_id AS current_worker, l.released AS current_released${extra} ` +
       `FROM (SELECT 1) AS one LEFT JOIN ${this.t.leases} l ON l.thread_id = ${thread}`
     );
   }
@@ -797,8 +877,79 @@ export class PostgresStore implements CheckpointStore {
     throw leaseLost(threadId, fence, row?.current_token ?? null, row?.current_worker ?? null, row?.current_released ?? null, operation);
   }
 
-  /** An UPDATE applying a status patch when the record names its checkpoint (conditional on the fence when `fenced`). */
-  private patchSql(p: Params, thread: string, patch: ThreadStatusPatch, fenced: boolean): string {
+  /**
+   * With `ttlSeconds`: a condition true unless the thread (an SQL expression) expired, added to every
+   * read, so an expired thread is gone as a whole before any sweep ran. A thread without an expiry row
+   * (written before the TTL was turned on) is live.
+   */
+  private live(thread: string): string {
+    return `NOT EXISTS (SELECT 1 FROM ${this.t.expiry} x WHERE x.thread_id = ${thread} AND x.expires_at <= ${NOW_MS})`;
+  }
+
+  /**
+   * The `exp` CTE of a write: moves a live thread's expiry to now + TTL, or creates it (after the
+   * fence, when there is one). It returns no row for an expired thread, and every part of the write is
+   * conditional on it (see {@link guarded}), so such a write stores nothing and {@link guardedWrite}
+   * deletes the thread and runs it again.
+   */
+  private expiryCte(p: Params, thread: string, fenced: boolean): string {
+    const expires = `${NOW_MS} + ${p.add(this.ttlMs)}::bigint`;
+    return (
+      `exp AS (INSERT INTO ${this.t.expiry} AS x (thread_id, expires_at) ` +
+      (fenced ? `SELECT ${thread}::text, ${expires} WHERE EXISTS (SELECT 1 FROM fence)` : `VALUES (${thread}::text, ${expires})`) +
+      ` ON CONFLICT (thread_id) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE x.expires_at > ${NOW_MS} RETURNING 1)`
+    );
+  }
+
+  /** The final SELECT of a fenced or TTL write: whether the fence held and whether the thread was live. */
+  private writeResult(thread: string, fenced: boolean): string {
+    const live = this.ttlMs ? "(SELECT count(*) FROM exp)::int" : "1";
+    return fenced ? this.fenceResult(thread, `, ${live} AS live`) : `SELECT 1 AS held, ${live} AS live`;
+  }
+
+  /**
+   * Runs a write built with {@link writeResult}: refused without the lease; on an expired thread
+   * (nothing stored), deletes the thread, whole, and runs the write again, which then starts it anew.
+   */
+  private async guardedWrite(threadId: string, fence: LeaseFence | undefined, operation: string, fenceOperation: string, command: string, sql: string, values: unknown[]): Promise<void> {
+    for (;;) {
+      const rows = await this.run<FenceRow & { live: number }>(command, operation, sql, values);
+      if (fence) this.checkFenceResult(threadId, fence, rows, fenceOperation);
+      if (rows[0]!.live > 0) return;
+      await this.deleteIfExpired(threadId, operation);
+    }
+  }
+
+  /**
+   * One statement, hence one transaction: deletes the thread's expiry row if it expired (locking it,
+   * so a write moving it forward meanwhile wins), and with it every other row of the thread but the
+   * lease. Returns 1 if it deleted the thread.
+   */
+  private async deleteIfExpired(threadId: string, operation: string): Promise<number> {
+    const gone = (table: string) => `DELETE FROM ${table} WHERE thread_id = $1 AND EXISTS (SELECT 1 FROM e)`;
+    const rows = await this.run<{ n: number }>(
+      "DELETE expired thread",
+      operation,
+      `WITH e AS (DELETE FROM ${this.t.expiry} WHERE thread_id = $1 AND expires_at <= ${NOW_MS} RETURNING 1), ` +
+        `w AS (${gone(this.t.writes)}), b AS (${gone(this.t.blobs)}), ch AS (${gone(this.t.chunks)}), st AS (${gone(this.t.threads)}), ` +
+        `c AS (${gone(this.t.checkpoints)}) SELECT count(*)::int AS n FROM e`,
+      [threadId],
+    );
+    return rows[0]?.n ?? 0;
+  }
+
+  /** `refreshOnRead`: after a read, moves the expiry of threads still live forward, in one statement. */
+  private async refresh(threadIds: string[], operation: string): Promise<void> {
+    await this.run(
+      "UPDATE expiry",
+      operation,
+      `UPDATE ${this.t.expiry} SET expires_at = ${NOW_MS} + $2::bigint WHERE thread_id = ANY($1::text[]) AND expires_at > ${NOW_MS}`,
+      [threadIds, this.ttlMs],
+    );
+  }
+
+  /** An UPDATE applying a status patch when the record names its checkpoint (conditional on the fence when `fenced`, and on `condition`). */
+  private patchSql(p: Params, thread: string, patch: ThreadStatusPatch, fenced: boolean, condition?: string): string {
     checkId("checkpoint_id", patch.checkpointId);
     const sets = [`updated_at = ${p.add(patch.updatedAt)}::bigint`];
     if (patch.state !== undefined) sets.push(`state = ${p.add(patch.state)}`);
@@ -816,7 +967,8 @@ export class PostgresStore implements CheckpointStore {
     if (patch.attemptedAt !== undefined) sets.push(`attempted_at = ${p.add(patch.attemptedAt)}::bigint`);
     return (
       `UPDATE ${this.t.threads} SET ${sets.join(", ")} WHERE thread_id = ${thread} AND checkpoint_id = ${p.add(patch.checkpointId)}` +
-      (fenced ? ` AND EXISTS (SELECT 1 FROM fence)` : "")
+      (fenced ? ` AND EXISTS (SELECT 1 FROM fence)` : "") +
+      (condition ? ` AND ${condition}` : "")
     );
   }
 
@@ -889,9 +1041,10 @@ const NOW_MS = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
 
 const STATUS_COLUMNS = "thread_id, state, checkpoint_id, updated_at, error, interrupts, attempts, attempted_at";
 
-/** An INSERT's row source made conditional on the `fence` CTE. */
-function guarded(source: string): string {
-  return `SELECT * FROM (${source}) AS g WHERE EXISTS (SELECT 1 FROM fence)`;
+/** An INSERT's row source made conditional on the `fence` CTE (when `fenced`) and the `exp` CTE (with a TTL). */
+function guarded(source: string, fenced: boolean, ttl: boolean): string {
+  const conditions = [...(fenced ? ["EXISTS (SELECT 1 FROM fence)"] : []), ...(ttl ? ["EXISTS (SELECT 1 FROM exp)"] : [])];
+  return conditions.length === 0 ? source : `SELECT * FROM (${source}) AS g WHERE ${conditions.join(" AND ")}`;
 }
 
 interface FenceRow {
