@@ -160,8 +160,9 @@ export function dumpsJsonPlusParts(value: unknown, target: string, options: Piec
   if (found.length > 0) {
     text = text.replace(PLACEHOLDER_PATTERN, (_match, index: string) => {
       const piece = found[Number(index)]!;
-      const bytes = encoder.encode(piece);
-      if (bytes.byteLength < options.minBytes || bytes.byteLength > options.maxBytes) return piece;
+      const json = encoder.encode(piece);
+      if (json.byteLength < options.minBytes || json.byteLength > options.maxBytes) return piece;
+      const bytes = packPiece(piece, json);
       const hash = pieceHash(bytes);
       refs.push(hash);
       pieces.set(hash, bytes);
@@ -171,9 +172,83 @@ export function dumpsJsonPlusParts(value: unknown, target: string, options: Piec
   return { data: encoder.encode(text), refs, pieces };
 }
 
-/** The content hash of a piece: the first 128 bits of its SHA-256, base64url (22 characters). */
+// Shared pieces are mostly LangChain messages, and every message repeats the same envelope around
+// its text: `{"lc":1,"type":"constructor","id":["langchain_core","messages","AIMessage"],"kwargs":
+// {"content":` before it and `,"tool_calls":[],...,"response_metadata":{}}}` after it, 160-230
+// bytes per message. A piece whose JSON text starts and ends with one of these is stored packed:
+// byte 0x01 (no JSON text starts with it), the index of its start in PIECE_STARTS, the index of its
+// end in PIECE_ENDS, then the text between them, unchanged. Reading it back is one copy, with no
+// scan of the text. The tables are part of the stored format: entries may be appended (up to 255),
+// never changed or removed.
+const PACKED_PIECE = 0x01;
+const MESSAGE_START = '{"lc":1,"type":"constructor","id":["langchain_core","messages","';
+const MESSAGE_CLASSES = [
+  "HumanMessage",
+  "AIMessage",
+  "ToolMessage",
+  "SystemMessage",
+  "AIMessageChunk",
+  "HumanMessageChunk",
+  "ToolMessageChunk",
+  "SystemMessageChunk",
+  "ChatMessage",
+  "ChatMessageChunk",
+  "FunctionMessage",
+  "FunctionMessageChunk",
+  "RemoveMessage",
+];
+const PIECE_STARTS: readonly string[] = ["", ...MESSAGE_CLASSES.map((name) => `${MESSAGE_START}${name}"],"kwargs":{"content":`)];
+const PIECE_ENDS: readonly string[] = [
+  "",
+  ',"additional_kwargs":{},"response_metadata":{}}}',
+  ',"tool_calls":[],"invalid_tool_calls":[],"additional_kwargs":{},"response_metadata":{}}}',
+  ',"invalid_tool_calls":[],"additional_kwargs":{},"response_metadata":{}}}',
+  "}}",
+];
+const START_INDEX = new Map(PIECE_STARTS.map((start, i) => [start, i]));
+const ENDS_LONGEST_FIRST = PIECE_ENDS.map((end, i) => [end, i] as const)
+  .filter(([end]) => end !== "")
+  .sort((x, y) => y[0].length - x[0].length);
+const PIECE_START_BYTES = PIECE_STARTS.map((start) => encoder.encode(start));
+const PIECE_END_BYTES = PIECE_ENDS.map((end) => encoder.encode(end));
+
+/** A piece's stored bytes: packed when its JSON text has a known envelope, the text (`json`) otherwise. */
+function packPiece(text: string, json: Uint8Array): Uint8Array {
+  if (!text.startsWith(MESSAGE_START)) return json;
+  const close = text.indexOf('"', MESSAGE_START.length);
+  const start = START_INDEX.get(text.slice(0, close) + '"],"kwargs":{"content":');
+  if (start === undefined || !text.startsWith(PIECE_STARTS[start]!)) return json;
+  const head = PIECE_START_BYTES[start]!.byteLength;
+  const found = ENDS_LONGEST_FIRST.find(([end]) => text.endsWith(end) && text.length - end.length >= PIECE_STARTS[start]!.length);
+  const [endIndex, tail] = found ? [found[1], PIECE_END_BYTES[found[1]]!.byteLength] : [0, 0];
+  const out = new Uint8Array(3 + json.byteLength - head - tail);
+  out[0] = PACKED_PIECE;
+  out[1] = start;
+  out[2] = endIndex;
+  out.set(json.subarray(head, json.byteLength - tail), 3);
+  return out;
+}
+
+/** A piece's JSON text from its stored bytes (packed or not; pieces of earlier releases are not). */
+export function unpackPiece(data: Uint8Array, target: string): Uint8Array {
+  if (data[0] !== PACKED_PIECE) return data;
+  const start = PIECE_START_BYTES[data[1] ?? -1];
+  const end = PIECE_END_BYTES[data[2] ?? -1];
+  if (!start || !end) throw new CorruptRecordError(`${target} has a packed piece with an unknown envelope (${data[1]}, ${data[2]})`);
+  const out = new Uint8Array(start.byteLength + data.byteLength - 3 + end.byteLength);
+  out.set(start, 0);
+  out.set(data.subarray(3), start.byteLength);
+  out.set(end, start.byteLength + data.byteLength - 3);
+  return out;
+}
+
+/**
+ * The content hash of a piece: the first 96 bits of its SHA-256, base64url (16 characters). Pieces
+ * are keyed within one thread, where a collision among a million pieces has odds of about 1 in 10^17;
+ * pieces of earlier releases have 22-character (128-bit) hashes and read the same.
+ */
 export function pieceHash(bytes: Uint8Array): string {
-  return createHash("sha256").update(bytes).digest().subarray(0, 16).toString("base64url");
+  return createHash("sha256").update(bytes).digest().subarray(0, 12).toString("base64url");
 }
 
 /**
@@ -195,8 +270,9 @@ export function joinPieces(data: Uint8Array, refs: readonly string[], pieces: Re
       if (hash === undefined) throw new CorruptRecordError(`${target} has more pieces than references (${refs.length})`);
       const piece = pieces.get(hash);
       if (!piece) throw new CorruptRecordError(`${target} references piece ${hash}, which is missing`);
-      parts.push(piece);
-      total += piece.byteLength;
+      const json = unpackPiece(piece, target);
+      parts.push(json);
+      total += json.byteLength;
       ref += 1;
     }
     start = i + 1;

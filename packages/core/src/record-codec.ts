@@ -155,12 +155,20 @@ export class RecordReader {
     await this.prefetch(chain.map((b) => b.value));
     const root = chain[chain.length - 1]!;
     let value = await this.load(root.value, target);
-    for (let i = chain.length - 2; i >= 0; i -= 1) {
-      const delta = await this.load(chain[i]!.value, target);
+    if (chain.length > 1) {
+      // Folded into one list, in place: linear in the elements, whatever the length of the chain.
       const base = listOf(value);
-      const added = listOf(delta);
-      if (!base || !added) throw new CorruptRecordError(`${target} is a delta, but its base or delta is not a list`);
-      value = isDeltaSnapshot(delta) ? new DeltaSnapshot([...base, ...added]) : [...base, ...added];
+      if (!base) throw new CorruptRecordError(`${target} is a delta, but its base is not a list`);
+      const elements = base.slice();
+      let last: unknown = value;
+      for (let i = chain.length - 2; i >= 0; i -= 1) {
+        const delta = await this.load(chain[i]!.value, target);
+        const added = listOf(delta);
+        if (!added) throw new CorruptRecordError(`${target} is a delta, but its delta is not a list`);
+        for (const element of added) elements.push(element);
+        last = delta;
+      }
+      value = isDeltaSnapshot(last) ? new DeltaSnapshot(elements) : elements;
     }
     return { value, depth: chain.length - 1, root: root.version };
   }

@@ -75,7 +75,7 @@ export interface ResumableSaverOptions {
   /**
    * Store a list channel that extends the value its parent checkpoint held (a message list with new
    * messages, a `DeltaChannel` snapshot after the previous one) as the elements it gained, with a whole
-   * value again after `maxChain` deltas (default 256). Default `true`; `false` stores every value whole.
+   * value again after `maxChain` deltas (default 1024). Default `true`; `false` stores every value whole.
    * Detection compares elements by identity: a node that edits an element of a list in place, instead
    * of returning a new element, is not seen as a change of that element.
    */
@@ -139,7 +139,7 @@ const MAX_STATUS_NOTES = 1000;
  */
 const METADATA_AS_JSON = "=";
 
-const DEFAULT_MAX_CHAIN = 256;
+const DEFAULT_MAX_CHAIN = 1024;
 const DEFAULT_PIECE_BYTES = 256;
 
 type Scope = { threadId: string; checkpointNs: string };
@@ -340,7 +340,11 @@ export class ResumableSaver extends BaseCheckpointSaver {
       ...(await this.metadataFields(writer, metadata)),
       channelVersions,
     };
-    if (Object.keys(deltaRoots).length > 0) record.deltaRoots = deltaRoots;
+    if (Object.keys(deltaRoots).length > 0) {
+      // Stored as the root's counter only: a lower bound of the chain's range that sorts at or before
+      // the root itself (the range may then hold a fork's blobs of the same counter too: harmless).
+      record.deltaRoots = Object.fromEntries(Object.entries(deltaRoots).map(([channel, root]) => [channel, rootBound(root)]));
+    }
     const fence = this.fenceFor(threadId, "put()");
     const baseState = this.tracksStatus && checkpointNs === "" ? checkpointState(checkpoint) : undefined;
     // A checkpoint must never become durable before the writes this process issued for the steps
@@ -911,15 +915,50 @@ function bareCheckpoint(checkpoint: Checkpoint): unknown {
   const keepVersions = Object.values(versions ?? {}).some((v) => typeof v !== "string");
   if (keepVersions) return { ...rest, channel_versions: versions };
   const keys = Object.keys(rest);
-  if (keys.length === 3 && "v" in rest && "ts" in rest && "versions_seen" in rest) return [rest.v, rest.ts, rest.versions_seen];
+  // The compact form reads a numeric ts as milliseconds: a ts that is not a string keeps the object form.
+  if (keys.length === 3 && "v" in rest && typeof rest.ts === "string" && "versions_seen" in rest) {
+    const seen = rest.versions_seen as Record<string, unknown> | undefined;
+    // LangGraph's runtime starts every versions_seen with `"__input__": {}`: left out, and put back
+    // first on reading (a fourth element says so).
+    if (seen && typeof seen === "object" && Object.getPrototypeOf(seen) === Object.prototype && Object.keys(seen)[0] === INPUT_SEEN) {
+      const input = seen[INPUT_SEEN];
+      if (input && typeof input === "object" && Object.getPrototypeOf(input) === Object.prototype && Object.keys(input).length === 0) {
+        const { [INPUT_SEEN]: _input, ...others } = seen;
+        return [rest.v, compactTs(rest.ts), others, 1];
+      }
+    }
+    return [rest.v, compactTs(rest.ts), rest.versions_seen];
+  }
   return rest;
+}
+
+const INPUT_SEEN = "__input__";
+
+/** The counter part of a version (`"2ab"` of `"2ab.Xy3_kQ9z"`), which sorts at or before it. */
+function rootBound(version: string): string {
+  const dot = version.indexOf(".");
+  return dot > 0 ? version.slice(0, dot) : version;
+}
+
+/**
+ * A checkpoint's `ts` in the compact form: the milliseconds since the epoch when the text is exactly
+ * what `toISOString()` writes for them (LangGraph's always is), 13 digits instead of 26 characters
+ * and two quotes; the text itself otherwise.
+ */
+function compactTs(ts: string): string | number {
+  const ms = Date.parse(ts);
+  return Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 && new Date(ms).toISOString() === ts ? ms : ts;
 }
 
 /** A stored checkpoint back in LangGraph's shape (see {@link bareCheckpoint}). */
 function expandCheckpoint(stored: unknown): Checkpoint {
   if (Array.isArray(stored)) {
-    const [v, ts, versionsSeen] = stored as [number, string, Checkpoint["versions_seen"]];
-    return { v, ts, versions_seen: versionsSeen } as Checkpoint;
+    const [v, ts, versionsSeen, withInput] = stored as [number, string | number, Checkpoint["versions_seen"], 1 | undefined];
+    return {
+      v,
+      ts: typeof ts === "number" ? new Date(ts).toISOString() : ts,
+      versions_seen: withInput === 1 ? { [INPUT_SEEN]: {}, ...versionsSeen } : versionsSeen,
+    } as Checkpoint;
   }
   return stored as Checkpoint;
 }

@@ -2,11 +2,12 @@
  * How core stores what LangGraph hands it: list channels as the elements they gained, each large
  * message once per thread, short ordered versions, bounded memory.
  */
-import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
 import { describe, expect, it } from "vitest";
 
 import { MemoryStore, ResumableSaver, type PutCheckpointRequest, type PutWritesRequest } from "../src/index.js";
+import { dumpsJsonPlusParts, joinPieces } from "../src/json-plus.js";
 import { encodeCounter, nextVersion, versionCounter } from "../src/versions.js";
 
 /** A MemoryStore that keeps a copy of every request, to look at what core sent. */
@@ -96,6 +97,97 @@ describe("a chat thread", () => {
     expect((saver as unknown as { lineages: { size: number } }).lineages.size).toBe(2);
     const a = await graph.getState({ configurable: { thread_id: "a" } });
     expect((a.values.messages as BaseMessage[]).map((m) => m.id)).toEqual(["user-0", "ai-1", "user-3", "ai-3"]);
+  });
+});
+
+describe("shared pieces", () => {
+  const envelopeOf = (message: BaseMessage) => new TextEncoder().encode(JSON.stringify(message)).byteLength - String(message.content).length;
+
+  it("store a LangChain message's text with a few bytes of its envelope, and read back exactly", async () => {
+    const store = new RecordingStore();
+    const graph = chat(new ResumableSaver(store));
+    const config = { configurable: { thread_id: "packed" } };
+    const question = new HumanMessage({ content: `question ${"q".repeat(2000)}`, id: "user-0" });
+    await graph.invoke({ messages: [question] }, config);
+    const answer = (await graph.getState(config)).values.messages[1] as AIMessage;
+    const stored = (store as unknown as { threads: Map<string, { chunks: Map<string, Map<number, { data: Uint8Array }>> }> }).threads.get("packed")!;
+    const pieces = [...stored.chunks.values()].map((chunk) => [...chunk.values()][0]!.data);
+    expect(pieces).toHaveLength(2);
+    // The texts as JSON carry 160-230 bytes of envelope each (class path, kwargs, empty defaults).
+    expect(envelopeOf(question)).toBeGreaterThan(150);
+    expect(envelopeOf(answer)).toBeGreaterThan(150);
+    const sizes = pieces.map((p) => p.byteLength).sort((a, b) => a - b);
+    const texts = [String(question.content).length, String(answer.content).length].sort((a, b) => a - b);
+    // Stored: the text, its id and a handful of bytes.
+    for (let i = 0; i < 2; i += 1) expect(sizes[i]! - texts[i]!).toBeLessThan(40);
+    const back = (await graph.getState(config)).values.messages as BaseMessage[];
+    expect(back.map((m) => JSON.stringify(m))).toEqual([JSON.stringify(question), JSON.stringify(answer)]);
+  });
+
+  it("read back whatever envelope a message has, and pieces stored unpacked by earlier releases", async () => {
+    const messages = [
+      new HumanMessage({ content: "h".repeat(600), id: "h", name: "someone", additional_kwargs: { x: 1 } }),
+      new AIMessage({
+        content: "a".repeat(600),
+        id: "a",
+        tool_calls: [{ name: "lookup", args: { q: "}}" }, id: "call-1", type: "tool_call" }],
+        usage_metadata: { input_tokens: 1, output_tokens: 2, total_tokens: 3 },
+        response_metadata: { model_name: "m" },
+      }),
+      new AIMessage({ content: [{ type: "text", text: "b".repeat(600) }], id: "b" }),
+      new ToolMessage({ content: "t".repeat(600), tool_call_id: "call-1", id: "t" }),
+      new SystemMessage({ content: "s".repeat(600), id: "s" }),
+    ];
+    const parts = dumpsJsonPlusParts(messages, "test", { minBytes: 512, maxBytes: 1 << 20 });
+    expect(parts.refs).toHaveLength(messages.length);
+    for (const piece of parts.pieces.values()) expect(piece[0]).toBe(1);
+    expect(new TextDecoder().decode(joinPieces(parts.data, parts.refs, parts.pieces, "test"))).toBe(JSON.stringify(messages));
+    // An unpacked piece (plain JSON text) reads as itself.
+    const plain = new Map([...parts.pieces].map(([hash], i) => [hash, new TextEncoder().encode(JSON.stringify(messages[i]))]));
+    expect(new TextDecoder().decode(joinPieces(parts.data, parts.refs, plain, "test"))).toBe(JSON.stringify(messages));
+    // A packed piece with an envelope this release does not know is refused, not misread.
+    const [hash, piece] = [...parts.pieces][0]!;
+    const broken = new Map(parts.pieces).set(hash, Uint8Array.from([1, 200, 0, ...piece.subarray(3)]));
+    expect(() => joinPieces(parts.data, parts.refs, broken, "test")).toThrow(/unknown envelope/);
+  });
+});
+
+describe("compact checkpoint records", () => {
+  const base = { v: 4, channel_values: {}, channel_versions: { a: "13.AAAAAAAA" } };
+  const put = async (saver: ResumableSaver, id: string, checkpoint: Record<string, unknown>) =>
+    saver.put({ configurable: { thread_id: "compact", checkpoint_ns: "" } }, { ...base, id, ...checkpoint } as never, { source: "loop", step: 1, parents: {} }, {});
+
+  it("store LangGraph's ts as a number and leave its `__input__` out of versions_seen, and read both back exactly", async () => {
+    const store = new RecordingStore();
+    const saver = new ResumableSaver(store);
+    const ts = "2026-12-01T18:45:46.026Z";
+    const seen = { __input__: {}, __start__: { __start__: "12.AAAAAAAA" }, agent: { "branch:to:agent": "13.AAAAAAAA" } };
+    const config = await put(saver, "c1", { ts, versions_seen: seen });
+    const stored = text(store.puts[0]!.record.checkpoint.data);
+    expect(stored).not.toContain(ts);
+    expect(stored).not.toContain("__input__");
+    expect(stored).toContain(String(Date.parse(ts)));
+    const back = (await saver.getTuple(config))!.checkpoint;
+    expect(back.ts).toBe(ts);
+    expect(back.versions_seen).toEqual(seen);
+    expect(Object.keys(back.versions_seen)).toEqual(Object.keys(seen));
+  });
+
+  it("keep any other ts and versions_seen as they are", async () => {
+    const saver = new ResumableSaver(new MemoryStore());
+    const cases = [
+      { ts: "2026-12-01T18:45:46+00:00", versions_seen: { __input__: { x: "12.AAAAAAAA" } } },
+      { ts: "yesterday", versions_seen: { agent: {}, __input__: {} } },
+      { ts: "+275760-09-13T00:00:00.000Z", versions_seen: {} },
+      { ts: 42, versions_seen: { __input__: [] } },
+    ];
+    for (const [i, checkpoint] of cases.entries()) {
+      const config = await put(saver, `k${i}`, checkpoint);
+      const back = (await saver.getTuple(config))!.checkpoint;
+      expect(back.ts).toBe(checkpoint.ts);
+      expect(back.versions_seen).toEqual(checkpoint.versions_seen);
+      expect(Object.keys(back.versions_seen)).toEqual(Object.keys(checkpoint.versions_seen));
+    }
   });
 });
 
