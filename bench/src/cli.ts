@@ -28,6 +28,7 @@ const USAGE = `Usage: pnpm bench [options]
   --out DIR              output directory (default: bench/results)
   --turns LIST           thread lengths for growth and reads (e.g. 50,200)
   --reps N               repetitions of latency and read measurements
+  --phases LIST          only these phases: growth (bytes and reads), latency (steps), ops (direct calls)
   --render FILE.json     rewrite the report and charts of an earlier run (into --out, as --name), run nothing
   --help                 this text
 `;
@@ -47,7 +48,7 @@ export function parseArgs(argv: readonly string[]): CliOptions | "help" {
   const args = argv.filter((a) => a !== "--");
   const date = new Date().toISOString().slice(0, 10);
   let preset: "quick" | "full" = "quick";
-  const overrides: { backends?: BenchConfig["backends"]; name?: string; turns?: number[]; reps?: number } = {};
+  const overrides: { backends?: BenchConfig["backends"]; name?: string; turns?: number[]; reps?: number; phases?: BenchConfig["phases"] } = {};
   let outDir = join(dirname(fileURLToPath(import.meta.url)), "..", "results");
   let render: string | undefined;
   const value = (i: number, flag: string) => {
@@ -89,6 +90,14 @@ export function parseArgs(argv: readonly string[]): CliOptions | "help" {
       case "--render":
         render = resolve(value(i++, arg));
         break;
+      case "--phases": {
+        const list = value(i++, arg).split(",").map((p) => p.trim());
+        const known = ["growth", "latency", "ops"];
+        const bad = list.filter((p) => !known.includes(p));
+        if (bad.length > 0 || list.length === 0) throw new Error(`--phases: unknown phase ${bad.map((p) => `"${p}"`).join(", ") || "(none)"}; use ${known.join(", ")}\n\n${USAGE}`);
+        overrides.phases = list as NonNullable<BenchConfig["phases"]>;
+        break;
+      }
       case "--reps":
         overrides.reps = numbers(value(i++, arg), arg)[0];
         break;
@@ -102,6 +111,10 @@ export function parseArgs(argv: readonly string[]): CliOptions | "help" {
     config.growthTurns = overrides.turns;
     config.readDepths = overrides.turns;
     config.plainMaxTurns = Math.min(config.plainMaxTurns, Math.max(...overrides.turns));
+    config.preset = "custom";
+  }
+  if (overrides.phases) {
+    config.phases = overrides.phases;
     config.preset = "custom";
   }
   if (overrides.reps) {

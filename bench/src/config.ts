@@ -11,6 +11,8 @@ export interface BenchConfig {
   preset: "quick" | "full" | "custom";
   /** `"embedded"`, `"all"`, or a list of backend ids. */
   backends: "embedded" | "all" | string[];
+  /** The phases to run (default: all): `growth` (bytes and reads), `latency` (steps), `ops` (direct calls). */
+  phases?: Array<"growth" | "latency" | "ops">;
   seed: number;
   /** Bytes of each user and each assistant message. */
   messageBytes: number;

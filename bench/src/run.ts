@@ -193,7 +193,8 @@ export async function runBenchmark(config: BenchConfig, options: { onProgress?: 
       notes: [],
       errors,
     };
-    const takesPart = (spec: BackendSpec, kind: "growth" | "latency" | "ops") => !spec.phases || spec.phases.includes(kind);
+    const takesPart = (spec: BackendSpec, kind: "growth" | "latency" | "ops") =>
+      (!config.phases || config.phases.includes(kind)) && (!spec.phases || spec.phases.includes(kind));
     const steps = phases.reduce((n, phase) => n + runnable.filter((spec) => takesPart(spec, phase.kind)).length, 0);
     let step = 0;
     for (const phase of phases) {

@@ -153,6 +153,14 @@ describe("command line", () => {
     expect(options.config.name).toBe("full-test");
   });
 
+  it("takes --phases to run only some phases, and rejects an unknown one", () => {
+    const options = parseArgs(["--full", "--phases", "growth"]);
+    if (options === "help") throw new Error("unexpected help");
+    expect(options.config.phases).toEqual(["growth"]);
+    expect(options.config.preset).toBe("custom");
+    expect(() => parseArgs(["--phases", "growth,speed"])).toThrow(/--phases: unknown phase "speed"/);
+  });
+
   it("rejects an unknown option with the usage", () => {
     expect(() => parseArgs(["--fast"])).toThrow(/unknown option "--fast"[\s\S]*Usage: pnpm bench/);
   });
