@@ -846,7 +846,7 @@ export class SqliteStore implements CheckpointStore {
       const gone = await this.write(() => {
         // Still expired under the write lock (a write may have moved it since, another sweep taken it).
         if (!this.run("DELETE expiry", SQL.claimExpired, (s) => s.get(threadId, Date.now()))) return false;
-        this.deleteRows(threadId);
+        this.deleteRows(threadId, false);
         return true;
       });
       if (gone) deleted += 1;
@@ -1053,13 +1053,13 @@ export class SqliteStore implements CheckpointStore {
   }
 
   /** Inside a write transaction: every row of the thread but its lease, whose token must keep growing if the thread is created again. */
-  private deleteRows(threadId: string): void {
+  private deleteRows(threadId: string, expiry = this.ttlMs > 0): void {
     this.run("DELETE checkpoints", SQL.deleteCheckpoints, (s) => s.run(threadId));
     this.run("DELETE blobs", SQL.deleteBlobs, (s) => s.run(threadId));
     this.run("DELETE writes", SQL.deleteWrites, (s) => s.run(threadId));
     this.run("DELETE chunks", SQL.deleteChunks, (s) => s.run(threadId));
     this.run("DELETE status", SQL.deleteStatus, (s) => s.run(threadId));
-    if (this.ttlMs) this.run("DELETE expiry", SQL.deleteExpiry, (s) => s.run(threadId));
+    if (expiry) this.run("DELETE expiry", SQL.deleteExpiry, (s) => s.run(threadId));
   }
 
   /**
