@@ -95,7 +95,19 @@ export const newOp = (): string => randomBytes(12).toString("base64url");
 /** What a change decides from the newest state: the next state, or to change nothing (with a result). */
 type Decision<T> = { next: RegisterState; op?: string; result: T } | { result: T };
 
+/** Threads whose newest entry a store remembers (see {@link ManyWorkers.newest}). */
+const CACHED_THREADS = 10_000;
+/** Entries probed past the remembered one before reading the thread's entries at once. */
+const PROBES = 3;
+
 export class ManyWorkers {
+  /**
+   * The newest entry this store read or wrote, per thread. Entries never change (but for the strip),
+   * so it stays right until another entry follows it: a read probes the next `_id`, a lookup FerretDB
+   * answers without decoding the thread's other entries (it sorts in memory, a thread's whole history).
+   */
+  private readonly known = new Map<string, LeaseDoc>();
+
   constructor(
     readonly leases: Collection<LeaseDoc>,
     private readonly run: Run,
@@ -103,19 +115,34 @@ export class ManyWorkers {
 
   /** Which of these `(thread, op)` pairs are committed, as `thread\u0000op` (one query). */
   async committed(pairs: Array<{ threadId: string; op: string }>, operation: string): Promise<Set<string>> {
-    if (pairs.length === 0) return new Set();
-    const threads = [...new Set(pairs.map((p) => p.threadId))];
-    const ops = [...new Set(pairs.map((p) => p.op))];
-    const docs = await this.run("find commits", operation, () =>
-      this.leases.find({ thread_id: threads.length === 1 ? threads[0]! : { $in: threads }, op: { $in: ops } } as Filter<LeaseDoc>, { projection: { thread_id: 1, op: 1 }, batchSize: 100_000 }).toArray(),
+    const keys = [...new Set(pairs.map((p) => `${p.threadId}\u0000${p.op}`))];
+    // One equality query per pair, at once: FerretDB runs equalities in the database, not `$in`.
+    const found = await Promise.all(
+      keys.map((key) => {
+        const [threadId, op] = key.split("\u0000") as [string, string];
+        return this.run("find commit", operation, () => this.leases.findOne({ thread_id: threadId, op }, { projection: { _id: 1 } })).then((doc) => (doc ? key : undefined));
+      }),
     );
-    return new Set(docs.map((d) => `${d.thread_id}\u0000${d.op}`));
+    return new Set(found.filter((k): k is string => k !== undefined));
   }
 
   /** The thread's newest entry, or `undefined` when it has none. */
   private async newest(threadId: string, operation: string): Promise<LeaseDoc | undefined> {
-    const doc = await this.run("find lease", operation, () => this.leases.findOne({ thread_id: threadId }, { sort: { thread_id: 1, seq: -1 } }));
-    return doc ?? undefined;
+    let doc = this.known.get(threadId);
+    for (let probe = 0; doc && probe < PROBES; probe += 1) {
+      const seq = doc.seq + 1;
+      const next = await this.run("find lease", operation, () => this.leases.findOne({ _id: keyId([threadId, seq]) }));
+      if (!next) return doc;
+      doc = next;
+    }
+    doc = (await this.run("find lease", operation, () => this.leases.findOne({ thread_id: threadId }, { sort: { thread_id: 1, seq: -1 } }))) ?? undefined;
+    if (doc) this.remember(doc);
+    return doc;
+  }
+
+  private remember(doc: LeaseDoc): void {
+    if (this.known.size >= CACHED_THREADS && !this.known.has(doc.thread_id)) this.known.clear();
+    this.known.set(doc.thread_id, doc);
   }
 
   /**
@@ -139,6 +166,7 @@ export class ManyWorkers {
           throw error;
         }
       });
+      if (inserted) this.remember(entry);
       if (!inserted) {
         if (attempt > 3) await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(50, attempt * 2)));
         continue;
@@ -245,14 +273,13 @@ export class ManyWorkers {
       const page = await this.run("find statuses", "listThreads", () =>
         this.leases.find(filter as Filter<LeaseDoc>, { sort: { state: 1, updated_at: 1, thread_id: 1 }, limit: query.limit, batchSize: query.limit }).toArray(),
       );
-      const successors =
-        page.length === 0
-          ? []
-          : await this.run("find lease successors", "listThreads", () =>
-              this.leases.find({ $or: page.map((d) => ({ thread_id: d.thread_id, seq: d.seq + 1 })) } as Filter<LeaseDoc>, { projection: { thread_id: 1, seq: 1 }, batchSize: 100_000 }).toArray(),
-            );
-      const stale = new Set(successors.map((d) => `${d.thread_id}\u0000${d.seq - 1}`));
-      for (const doc of page) if (!stale.has(`${doc.thread_id}\u0000${doc.seq}`)) out.push(statusOf(doc)!);
+      // Each entry's successor by `_id`, at once (lookups FerretDB answers without a scan).
+      const stale = await Promise.all(
+        page.map((d) => this.run("find lease successor", "listThreads", () => this.leases.findOne({ _id: keyId([d.thread_id, d.seq + 1]) }, { projection: { _id: 1 } }))),
+      );
+      page.forEach((doc, i) => {
+        if (!stale[i]) out.push(statusOf(doc)!);
+      });
       if (page.length < query.limit || out.length >= query.limit) return out;
       const last = page[page.length - 1]!;
       after = { updatedAt: last.updated_at!, threadId: last.thread_id };
