@@ -619,7 +619,7 @@ export class SqliteStore implements CheckpointStore {
     checkScope(scope, "getCheckpoint");
     if (scope.checkpointId !== undefined) checkId(scope.checkpointId, "checkpoint_id", "getCheckpoint");
     await this.ready();
-    const found = await this.read(() => {
+    const attempt = (snapshot: boolean): StoredCheckpoint | undefined | typeof RETRY_IN_SNAPSHOT => {
       const params: Record<string, unknown> = { thread: scope.threadId, ns: scope.checkpointNs };
       if (scope.checkpointId !== undefined) params.id = scope.checkpointId;
       let sql = scope.checkpointId === undefined ? SQL.oneCheckpointLatest : SQL.oneCheckpointById;
@@ -629,12 +629,20 @@ export class SqliteStore implements CheckpointStore {
       }
       const stored = readOneCheckpoint(scope, this.run("SELECT checkpoint", sql, (s) => s.all(params)) as OneRow[]);
       if (!stored) return undefined;
-      // Pieces and chunks, when the values reference any: a second statement, in the same snapshot.
-      const chunks = this.referencedChunks([[scope.threadId, [stored.record.checkpoint, stored.record.metadata, ...stored.blobs.map((b) => b.value), ...stored.writes.map((w) => w.value)]]]);
+      // Pieces and chunks, when the values reference any: a second statement.
+      const values = [stored.record.checkpoint, stored.record.metadata, ...stored.blobs.map((b) => b.value), ...stored.writes.map((w) => w.value)];
+      const chunks = this.referencedChunks([[scope.threadId, values]]);
       const mine = chunks.get(scope.threadId);
+      // Chunks never change once written, and a thread's go in the same transaction as its rows: one
+      // missing means the thread was deleted between the two statements, which read again in one snapshot.
+      if (!snapshot && !hasEveryChunk(values, mine)) return RETRY_IN_SNAPSHOT;
       if (mine && mine.length > 0) stored.chunks = mine;
       return stored;
-    });
+    };
+    // The common case runs as single statements, without BEGIN and COMMIT (each statement sees a
+    // committed state of its own).
+    let found = await this.retryWhileBusy(() => attempt(false));
+    if (found === RETRY_IN_SNAPSHOT) found = (await this.read(() => attempt(true))) as StoredCheckpoint | undefined;
     if (found && this.refreshOnRead) await this.refresh([scope.threadId]);
     return found;
   }
@@ -1365,6 +1373,19 @@ interface PartRow {
   idx: number;
   part: number;
   data: Uint8Array;
+}
+
+/** Returned by a read outside a transaction that must be read again in one snapshot. */
+const RETRY_IN_SNAPSHOT = Symbol("retry in snapshot");
+
+/** Whether every chunk and piece the values reference has at least one row among `found`. */
+function hasEveryChunk(values: SerializedValue[], found: ChunkRecord[] | undefined): boolean {
+  const have = new Set((found ?? []).map((c) => c.hash));
+  for (const value of values) {
+    if (value.chunkRef && !have.has(value.chunkRef.hash)) return false;
+    for (const hash of value.refs ?? []) if (!have.has(hash)) return false;
+  }
+  return true;
 }
 
 /** Chunks from their parts (rows ordered by hash, index, part). */

@@ -215,8 +215,36 @@ describe("putCheckpoint and getCheckpoint", () => {
     );
     expect(writes).toEqual(["BEGIN IMMEDIATE", "INSERT write", "INSERT write", "COMMIT"]);
     const get = await commands(store, () => store.getCheckpoint({ threadId: "cmd", checkpointNs: "" }));
-    expect(get).toEqual(["BEGIN", "SELECT checkpoint", "COMMIT"]);
+    // A read of a checkpoint is one statement (two when its values reference chunks), no transaction.
+    expect(get).toEqual(["SELECT checkpoint"]);
+    const blobWithPiece = { ...blob("p", "1"), value: { type: "json", data: text("[\u0000]"), refs: ["h"] } };
+    await store.putCheckpoint({ record: record("cmd", cid(2), { channelVersions: { p: "1" } }), blobs: [blobWithPiece], chunks: [{ hash: "h", index: 0, data: text("1") }] });
+    expect(await commands(store, () => store.getCheckpoint({ threadId: "cmd", checkpointNs: "" }))).toEqual(["SELECT checkpoint", "SELECT chunks"]);
     await store.close();
+  });
+
+  it("reads a thread deleted between a checkpoint and its chunks as gone, never torn", async () => {
+    const { store, path } = await freshStore();
+    const piece = { ...blob("p", "1"), value: { type: "json", data: text("[\u0000]"), refs: ["h"] } };
+    await store.putCheckpoint({ record: record("race", cid(1), { channelVersions: { p: "1" } }), blobs: [piece], chunks: [{ hash: "h", index: 0, data: text("1") }] });
+    const other = new SqliteStore(path);
+    await other.setup();
+    const seen: string[] = [];
+    let deleted = false;
+    store.instrument(({ command }) => {
+      seen.push(command);
+      if (command === "SELECT checkpoint" && !deleted) {
+        deleted = true;
+        // Another connection deletes the thread after the checkpoint's row was read, before its chunks.
+        const db = new Database(path);
+        db.exec("DELETE FROM resumable_checkpoints WHERE thread_id = 'race'; DELETE FROM resumable_blobs WHERE thread_id = 'race'; DELETE FROM resumable_chunks WHERE thread_id = 'race'");
+        db.close();
+      }
+    });
+    expect(await store.getCheckpoint({ threadId: "race", checkpointNs: "" })).toBeUndefined();
+    store.instrument(undefined);
+    expect(seen).toEqual(["SELECT checkpoint", "SELECT chunks", "BEGIN", "SELECT checkpoint", "COMMIT"]);
+    await Promise.all([store.close(), other.close()]);
   });
 });
 

@@ -268,7 +268,7 @@ describe("whole-thread TTL on SQLite", () => {
     );
     expect(writes).toEqual(["BEGIN IMMEDIATE", "INSERT write", "COMMIT"]);
     const read = await commands(store, () => store.getCheckpoint({ threadId: "t", checkpointNs: "" }));
-    expect(read).toEqual(["BEGIN", "SELECT checkpoint", "COMMIT"]);
+    expect(read).toEqual(["SELECT checkpoint"]);
     expect(await commands(store, () => store.deleteThread("t"))).not.toContain("DELETE expiry");
     expect((db.prepare("SELECT count(*) AS n FROM resumable_thread_expiry").get() as { n: number }).n).toBe(0);
     expect(await store.deleteExpiredThreads()).toBe(0);
