@@ -36,6 +36,7 @@ class DeferredPool implements PostgresPool {
     return this.opening.then((store) => store.pool);
   }
 
+  /** Either form of `pg`'s `query`: `(text, values)`, or a named statement's `{ name, text, values }`. */
   async query<R = Record<string, unknown>>(text: string, values?: unknown[]): Promise<PostgresQueryResult<R>> {
     return (await this.pool()).query<R>(text, values);
   }

@@ -36,6 +36,8 @@ import {
   type ThreadScope,
   type WriteRecord,
 } from "@resumable/core";
+import { createHash } from "node:crypto";
+
 import { checkId, quoteIdentifier, translateError } from "./errors.js";
 import { ID_RULES, checkIdentifier } from "@resumable/core";
 import { ADVISORY_LOCK_CLASS, LATEST_VERSION, MIGRATIONS, TABLES } from "./migrations.js";
@@ -68,6 +70,14 @@ export interface PostgresStoreOptions {
    * return forward too (one `UPDATE` after the read). Default `false`: only writes do.
    */
   refreshOnRead?: boolean;
+  /**
+   * Run the checkpoint reads (every `getTuple`) as named prepared statements, so that the server
+   * parses and plans each once per connection rather than at every call (default `true`). Turn it off
+   * behind a pooler that does not keep prepared statements across transactions (PgBouncer before
+   * 1.21 in transaction mode, or with `max_prepared_statements = 0`), or with a pool whose `query`
+   * takes only `(text, values)` and not `pg`'s `{ name, text, values }`.
+   */
+  preparedStatements?: boolean;
 }
 
 /** Options of {@link PostgresStore.connect}: store options plus `pg.Pool` settings. */
@@ -91,6 +101,16 @@ const DEFAULT_CHUNK_BYTES = Number.POSITIVE_INFINITY;
 /** The longest `ttlSeconds`: ten years. */
 const MAX_TTL_SECONDS = 10 * 365 * 86_400;
 const STORE_NAME = "PostgresStore";
+
+/** `pg`'s query config form, which every pg-compatible pool takes (see `preparedStatements`). */
+interface NamedQueryable {
+  query<R>(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: R[] }>;
+}
+
+/** The name of a prepared statement: its text's hash, so one name never stands for two texts. */
+function statementName(sql: string): string {
+  return `resumable_${createHash("sha1").update(sql).digest("hex").slice(0, 24)}`;
+}
 
 /** Collects query parameters and hands out their `$n` placeholders. */
 class Params {
@@ -181,6 +201,8 @@ export class PostgresStore implements CheckpointStore {
   /** `ttlSeconds` in milliseconds; 0 without a TTL. */
   private readonly ttlMs: number;
   private readonly refreshOnRead: boolean;
+  /** Whether reads of one checkpoint go as named prepared statements (see the option). */
+  private readonly prepared: boolean;
   private readonly quotedSchema: string;
   private listener: StoreCommandListener | undefined;
   private closed = false;
@@ -215,6 +237,10 @@ export class PostgresStore implements CheckpointStore {
     }
     this.ttlMs = (ttlSeconds ?? 0) * 1000;
     this.refreshOnRead = options.refreshOnRead ?? false;
+    if (options.preparedStatements !== undefined && typeof options.preparedStatements !== "boolean") {
+      throw new InvalidConfigError("preparedStatements", `PostgresStore: "preparedStatements" must be true or false, got ${String(options.preparedStatements)}.`);
+    }
+    this.prepared = options.preparedStatements ?? true;
     this.pageSize = Math.max(1, Math.floor(options.pageSize ?? 50));
     this.capabilities = {
       maxItemBytes: options.chunkBytes ?? DEFAULT_CHUNK_BYTES,
@@ -494,7 +520,10 @@ export class PostgresStore implements CheckpointStore {
       where += ` AND checkpoint_id = ${p.add(scope.checkpointId)}`;
     }
     if (this.ttlMs) where += ` AND ${this.live("$1")}`;
-    const rows = await this.run<ReadRow>("SELECT checkpoint", "getCheckpoint", this.readQuery(where, "1"), p.values);
+    const sql = this.readQuery(where, "1");
+    // Four texts at most (by id or newest, with or without the TTL condition): named, each is parsed
+    // and planned once per connection.
+    const rows = await this.run<ReadRow>("SELECT checkpoint", "getCheckpoint", sql, p.values, this.pool, this.prepared ? statementName(sql) : undefined);
     const found = assemble(rows)[0];
     if (found && this.refreshOnRead) await this.refresh([scope.threadId], "getCheckpoint");
     return found;
@@ -846,10 +875,10 @@ export class PostgresStore implements CheckpointStore {
     if (this.closed) throw new StoreClosedError(STORE_NAME);
   }
 
-  private async run<R>(command: string, operation: string, sql: string, values: unknown[], client: PostgresQueryable = this.pool): Promise<R[]> {
+  private async run<R>(command: string, operation: string, sql: string, values: unknown[], client: PostgresQueryable = this.pool, name?: string): Promise<R[]> {
     let rows: R[];
     try {
-      rows = (await client.query<R>(sql, values)).rows;
+      rows = (name === undefined ? await client.query<R>(sql, values) : await (client as unknown as NamedQueryable).query<R>({ name, text: sql, values })).rows;
     } catch (error) {
       throw translateError(error, operation, STORE_NAME);
     }

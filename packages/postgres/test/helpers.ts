@@ -40,14 +40,14 @@ export function countingPool(inner: PostgresPool): { pool: PostgresPool; count: 
   const sql: string[] = [];
   const pool: PostgresPool = {
     query: (text, values) => {
-      sql.push(text);
+      sql.push(sqlText(text));
       return inner.query(text, values);
     },
     connect: async () => {
       const client = await inner.connect();
       const wrapped: PostgresPoolClient = {
         query: (text, values) => {
-          sql.push(text);
+          sql.push(sqlText(text));
           return client.query(text, values);
         },
         release: (error) => client.release(error),
@@ -57,6 +57,11 @@ export function countingPool(inner: PostgresPool): { pool: PostgresPool; count: 
     end: () => inner.end(),
   };
   return { pool, sql, count: () => sql.length, reset: () => void sql.splice(0) };
+}
+
+/** The SQL of a query, given as text or as a named statement's `{ name, text, values }`. */
+function sqlText(query: string | { text: string }): string {
+  return typeof query === "string" ? query : query.text;
 }
 
 let counter = 0;

@@ -37,6 +37,32 @@ async function chain(thread: string, length: number, ns = ""): Promise<void> {
   }
 }
 
+describe("prepared statements", () => {
+  const prepared = async (pool: ReturnType<TestDb["pool"]>) =>
+    ((await pool.query("SELECT name FROM pg_prepared_statements WHERE name LIKE 'resumable\\_%'")).rows as Array<{ name: string }>).map((r) => r.name);
+
+  it("reads a checkpoint through one named statement per query text, parsed once per connection", async () => {
+    const pool = db.pool({ max: 1 });
+    const mine = new PostgresStore(pool);
+    const thread = threadId("prepared");
+    await mine.putCheckpoint({ record: record(thread, cid(1)), blobs: [], chunks: [] });
+    for (let i = 0; i < 3; i += 1) expect((await mine.getCheckpoint({ threadId: thread, checkpointNs: "" }))?.record.checkpointId).toBe(cid(1));
+    expect(await prepared(pool)).toHaveLength(1);
+    expect((await mine.getCheckpoint({ threadId: thread, checkpointNs: "", checkpointId: cid(1) }))?.record.checkpointId).toBe(cid(1));
+    expect(await prepared(pool)).toHaveLength(2);
+  });
+
+  it("sends plain queries with preparedStatements: false, and refuses a non-boolean", async () => {
+    const pool = db.pool({ max: 1 });
+    const mine = new PostgresStore(pool, { preparedStatements: false });
+    const thread = threadId("unprepared");
+    await mine.putCheckpoint({ record: record(thread, cid(1)), blobs: [], chunks: [] });
+    expect((await mine.getCheckpoint({ threadId: thread, checkpointNs: "" }))?.record.checkpointId).toBe(cid(1));
+    expect(await prepared(pool)).toEqual([]);
+    expect(() => new PostgresStore(pool, { preparedStatements: "yes" as unknown as boolean })).toThrow(InvalidConfigError);
+  });
+});
+
 describe("PostgresStore", () => {
   it("returns the newest checkpoint with every blob it references (carried over by version) and its writes", async () => {
     const t = threadId();
