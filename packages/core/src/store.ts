@@ -410,7 +410,11 @@ export interface LeaseState extends Lease {
  *   commit, untag the records (unconditionally: they are committed) and drop `op` from the list (or
  *   leave that to the next commit's update). The commit point is then conditional on the thread's
  *   lease token, as the three properties ask, at two extra requests per fenced write and none per read
- *   once the records are untagged.
+ *   once the records are untagged. This needs the conditional update itself to be atomic; where it
+ *   is a read followed by a write (FerretDB 1.24), make the lease record a register of immutable
+ *   entries keyed `(thread, seq)` and every change the insert of entry `seq + 1`, computed from the
+ *   newest, so that the unique key decides between two changes made from one state (MongoDB's store
+ *   with `manyWorkers` does this).
  */
 export interface LeaseFence {
   token: number;
