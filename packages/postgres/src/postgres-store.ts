@@ -109,8 +109,17 @@ interface NamedQueryable {
 
 /** The name of a prepared statement: its text's hash, so one name never stands for two texts. */
 function statementName(sql: string): string {
-  return `resumable_${createHash("sha1").update(sql).digest("hex").slice(0, 24)}`;
+  let name = STATEMENT_NAMES.get(sql);
+  if (name === undefined) {
+    name = `resumable_${createHash("sha1").update(sql).digest("hex").slice(0, 24)}`;
+    // Only the few fixed texts of checkpoint reads are named (per schema); the bound is a safeguard.
+    if (STATEMENT_NAMES.size < 256) STATEMENT_NAMES.set(sql, name);
+  }
+  return name;
 }
+
+/** Names already computed, by statement text: a read does not hash its few kilobytes of SQL again. */
+const STATEMENT_NAMES = new Map<string, string>();
 
 /** Collects query parameters and hands out their `$n` placeholders. */
 class Params {
