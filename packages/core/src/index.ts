@@ -55,3 +55,4 @@ export {
   type ImportProgress,
   type ImportResult,
 } from "./import-checkpoints.js";
+export { MAX_TTL_SECONDS, threadTtlSettings, type ThreadTtlSettings } from "./thread-ttl.js";

@@ -39,7 +39,7 @@ import {
 import { createHash } from "node:crypto";
 
 import { checkId, quoteIdentifier, translateError } from "./errors.js";
-import { ID_RULES, checkIdentifier } from "@resumable/core";
+import { ID_RULES, checkIdentifier, threadTtlSettings } from "@resumable/core";
 import { ADVISORY_LOCK_CLASS, LATEST_VERSION, MIGRATIONS, TABLES } from "./migrations.js";
 import { DEFAULT_TIMEOUTS, createPool, type PostgresPool, type PostgresPoolOptions, type PostgresQueryable } from "./pool.js";
 
@@ -98,8 +98,6 @@ export interface PostgresConnectOptions extends PostgresStoreOptions {
 }
 
 const DEFAULT_CHUNK_BYTES = Number.POSITIVE_INFINITY;
-/** The longest `ttlSeconds`: ten years. */
-const MAX_TTL_SECONDS = 10 * 365 * 86_400;
 const STORE_NAME = "PostgresStore";
 
 /** `pg`'s query config form, which every pg-compatible pool takes (see `preparedStatements`). */
@@ -234,18 +232,9 @@ export class PostgresStore implements CheckpointStore {
       threads: `${q}.${TABLES.threads}`,
       expiry: `${q}.${TABLES.expiry}`,
     };
-    const ttlSeconds = options.ttlSeconds;
-    if (ttlSeconds !== undefined && (typeof ttlSeconds !== "number" || !Number.isInteger(ttlSeconds) || ttlSeconds < 1 || ttlSeconds > MAX_TTL_SECONDS)) {
-      throw new InvalidConfigError("ttlSeconds", `PostgresStore: "ttlSeconds" must be an integer from 1 to ${MAX_TTL_SECONDS} (ten years), got ${String(ttlSeconds)}.`);
-    }
-    if (options.refreshOnRead !== undefined && typeof options.refreshOnRead !== "boolean") {
-      throw new InvalidConfigError("refreshOnRead", `PostgresStore: "refreshOnRead" must be true or false, got ${String(options.refreshOnRead)}.`);
-    }
-    if (options.refreshOnRead && ttlSeconds === undefined) {
-      throw new InvalidConfigError("refreshOnRead", `PostgresStore: "refreshOnRead" needs "ttlSeconds" (there is no expiry to refresh without it).`);
-    }
-    this.ttlMs = (ttlSeconds ?? 0) * 1000;
-    this.refreshOnRead = options.refreshOnRead ?? false;
+    const ttl = threadTtlSettings(options, "PostgresStore");
+    this.ttlMs = ttl.ttlMs;
+    this.refreshOnRead = ttl.refreshOnRead;
     if (options.preparedStatements !== undefined && typeof options.preparedStatements !== "boolean") {
       throw new InvalidConfigError("preparedStatements", `PostgresStore: "preparedStatements" must be true or false, got ${String(options.preparedStatements)}.`);
     }

@@ -7,6 +7,7 @@ import {
   ID_RULES,
   InvalidConfigError,
   LeaseLostError,
+  threadTtlSettings,
   THREAD_STATES,
   StoreBusyError,
   StoreClosedError,
@@ -109,8 +110,6 @@ const MAX_BUSY_PAUSE_MS = 50;
 /** Guards the recursive history query against a corrupt parent chain that loops. */
 const MAX_HISTORY_DEPTH = 1_000_000;
 
-/** The longest `ttlSeconds`: ten years. */
-const MAX_TTL_SECONDS = 10 * 365 * 86_400;
 
 /**
  * A condition true unless the thread (the SQL expression `thread`) expired: with `ttlSeconds`, added
@@ -434,16 +433,7 @@ export class SqliteStore implements CheckpointStore {
     if (!Number.isInteger(pageSize) || pageSize < 1) {
       throw new InvalidConfigError("pageSize", `SqliteStore: "pageSize" must be a positive integer, got ${String(pageSize)}.`);
     }
-    const ttlSeconds = options.ttlSeconds;
-    if (ttlSeconds !== undefined && (typeof ttlSeconds !== "number" || !Number.isInteger(ttlSeconds) || ttlSeconds < 1 || ttlSeconds > MAX_TTL_SECONDS)) {
-      throw new InvalidConfigError("ttlSeconds", `SqliteStore: "ttlSeconds" must be an integer from 1 to ${MAX_TTL_SECONDS} (ten years), got ${String(ttlSeconds)}.`);
-    }
-    if (options.refreshOnRead !== undefined && typeof options.refreshOnRead !== "boolean") {
-      throw new InvalidConfigError("refreshOnRead", `SqliteStore: "refreshOnRead" must be true or false, got ${String(options.refreshOnRead)}.`);
-    }
-    if (options.refreshOnRead && ttlSeconds === undefined) {
-      throw new InvalidConfigError("refreshOnRead", `SqliteStore: "refreshOnRead" needs "ttlSeconds" (there is no expiry to refresh without it).`);
-    }
+    const ttl = threadTtlSettings(options, "SqliteStore");
     if (typeof database === "string") {
       if (database.trim() === "") {
         throw new InvalidConfigError(
@@ -462,8 +452,8 @@ export class SqliteStore implements CheckpointStore {
     this.synchronous = synchronous;
     this.busyTimeoutMs = busyTimeoutMs;
     this.pageSize = pageSize;
-    this.ttlMs = (ttlSeconds ?? 0) * 1000;
-    this.refreshOnRead = options.refreshOnRead ?? false;
+    this.ttlMs = ttl.ttlMs;
+    this.refreshOnRead = ttl.refreshOnRead;
     const memory = typeof database === "string" ? database === ":memory:" : database.memory;
     this.capabilities = {
       maxItemBytes: SQLITE_MAX_LENGTH,
