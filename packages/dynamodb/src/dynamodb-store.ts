@@ -131,6 +131,8 @@ const STORE = "DynamoDBStore";
 const TRANSACTION_BUDGET = 3_400_000;
 /** Actions one TransactWriteItems may hold. */
 const MAX_TRANSACTION_ACTIONS = 100;
+/** What a status action reports when an earlier try of its commit was applied after all. */
+const LANDED = Symbol("landed");
 /** Tries of one commit through refused status revisions, conflicts and throttling. */
 const MAX_COMMIT_ATTEMPTS = 10;
 /** Cancellation reasons that a retry may get past. */
@@ -320,7 +322,8 @@ export class DynamoDBStore implements CheckpointStore {
     const chunks = [...this.chunkItems(threadId, request.chunks, extra), ...spill];
     // Chunks first: a write is visible as soon as it (or its batch's commit item) lands.
     if (chunks.length > 0) await this.db.putAll("putWrites", uniqueItems(chunks));
-    const patch = status === undefined ? undefined : () => this.patchAction(threadId, status, "putWrites");
+    const tries = {};
+    const patch = status === undefined ? undefined : () => this.patchAction(threadId, status, "putWrites", tries);
     if (request.mode === "upsert") {
       if (fence !== undefined) {
         if (items.length > MAX_TRANSACTION_ACTIONS - 2) {
@@ -408,11 +411,14 @@ export class DynamoDBStore implements CheckpointStore {
     threadId: string,
     fence: LeaseFence | undefined,
     actions: TransactWriteItem[],
-    status?: (refused: boolean) => Promise<TransactWriteItem | undefined>,
+    status?: (refused: boolean) => Promise<TransactWriteItem | undefined | typeof LANDED>,
   ): Promise<void> {
     let refused = false;
     for (let attempt = 1; ; attempt += 1) {
-      const statusAction = status ? await status(refused) : undefined;
+      const found = status ? await status(refused) : undefined;
+      // An earlier try of this commit landed (the status action is in the same transaction as the rest).
+      if (found === LANDED) return;
+      const statusAction = found;
       const items: TransactWriteItem[] = [...(fence ? [this.fenceCheck(threadId, fence)] : []), ...actions, ...(statusAction ? [statusAction] : [])];
       if (items.length === 0) return;
       let codes: string[];
@@ -496,16 +502,31 @@ export class DynamoDBStore implements CheckpointStore {
    * The conditional put that applies `patch` to the thread's status as read now (conditional on the
    * revision read), or `undefined` when the thread has no status or it names another checkpoint.
    */
-  private async patchAction(threadId: string, patch: ThreadStatusPatch, operation: string, found?: (record: ThreadStatusRecord | undefined) => void): Promise<TransactWriteItem | undefined> {
+  private async patchAction(
+    threadId: string,
+    patch: ThreadStatusPatch,
+    operation: string,
+    tries: { revision?: string },
+    found?: (record: ThreadStatusRecord | undefined) => void,
+  ): Promise<TransactWriteItem | undefined | typeof LANDED> {
     const item = await this.readStatusItem(threadId, operation);
+    // The item carries the revision an earlier try of this patch wrote: that try landed and only its
+    // response was lost (a 500 or a dropped connection, then a retry refused by the revision).
+    // Applying the patch again would count an attempt twice.
+    if (item && tries.revision !== undefined && item["rv"]?.S === tries.revision) {
+      found?.(readStatus(item));
+      return LANDED;
+    }
     const next = item ? applyPatchToRecord(readStatus(item), patch) : undefined;
     found?.(next);
     if (!item || !next) return undefined;
     const epoch = this.ttl ? item[this.ttl.attribute] : undefined;
+    const written = this.statusItemOf(next, this.ttl && epoch ? { [this.ttl.attribute]: epoch } : {});
+    tries.revision = written["rv"]!.S!;
     return {
       Put: {
         TableName: this.tableName,
-        Item: this.statusItemOf(next, this.ttl && epoch ? { [this.ttl.attribute]: epoch } : {}),
+        Item: written,
         ConditionExpression: "#rv = :rv",
         ExpressionAttributeNames: { "#rv": "rv" },
         ExpressionAttributeValues: { ":rv": item["rv"] ?? { S: "" } },
@@ -682,8 +703,9 @@ export class DynamoDBStore implements CheckpointStore {
     this.checkManyWorkers("patchThreadStatus");
     checkIdentifier(request.threadId, ID_RULES.threadId, STORE);
     let result: ThreadStatusRecord | undefined;
-    await this.commit("patchThreadStatus", request.threadId, request.fence, [], (): Promise<TransactWriteItem | undefined> =>
-      this.patchAction(request.threadId, request.patch, "patchThreadStatus", (record) => (result = record)),
+    const tries = {};
+    await this.commit("patchThreadStatus", request.threadId, request.fence, [], () =>
+      this.patchAction(request.threadId, request.patch, "patchThreadStatus", tries, (record) => (result = record)),
     );
     return result;
   }

@@ -30,6 +30,29 @@ class CancellingClient implements DynamoDBClientLike {
   }
 }
 
+/**
+ * In front of a real client: the next `lose` requests of the given command reach the table, then
+ * their responses are lost (an InternalServerError comes back, as from a server or network that
+ * fails after applying the request), so the store retries a request that already landed.
+ */
+class LostResponseClient implements DynamoDBClientLike {
+  lose = 0;
+  lost = 0;
+  constructor(
+    readonly inner: DynamoDBClientLike,
+    readonly command: string,
+  ) {}
+  async send(command: any): Promise<any> {
+    const out = await this.inner.send(command);
+    if (this.lose > 0 && String(command.constructor.name).replace(/Command$/, "") === this.command) {
+      this.lose -= 1;
+      this.lost += 1;
+      throw Object.assign(new Error("We encountered an internal error. Please try again. (simulated: the request was applied)"), { name: "InternalServerError", $metadata: { httpStatusCode: 500 } });
+    }
+    return out;
+  }
+}
+
 describe("manyWorkers on dynalite (no TransactWriteItems)", () => {
   let client: DynamoDBClient;
   const tables: string[] = [];
@@ -170,6 +193,28 @@ describe("manyWorkers on moto", () => {
       expect(Object.fromEntries(wrapper.calls)).toEqual({ PutItem: 1 });
     } finally {
       await drop();
+    }
+  });
+
+  it("a status patch whose response was lost is applied once when retried: an attempt is counted once", async () => {
+    for (const [label, fenced] of [["plain", false], ["fenced", true]] as const) {
+      const wrapper = new LostResponseClient(client, fenced ? "TransactWriteItems" : "PutItem");
+      const { store, drop } = await freshStore(wrapper, `mw_lost_${label}`, { manyWorkers: true, retry: { baseDelayMs: 1, maxDelayMs: 5 } }, client);
+      try {
+        const thread = threadId("lost");
+        const lease = await store.claimLease({ threadId: thread, workerId: "w", ttlMs: 60_000 });
+        const fence = fenced ? { fence: { token: lease!.token, workerId: "w" } } : {};
+        await store.putCheckpoint({ record: record(thread, "cp-1", { channelVersions: { n: "1" } }), blobs: [blob("n", "1")], chunks: [], ...fence, status: { state: "pending", updatedAt: 1 } });
+        for (let attempt = 1; attempt <= 3; attempt += 1) {
+          wrapper.lose = 1;
+          const patched = await store.patchThreadStatus({ threadId: thread, patch: { checkpointId: "cp-1", addAttempts: 1, attemptedAt: 10 + attempt, updatedAt: 10 + attempt }, ...fence });
+          expect(wrapper.lost, label).toBe(attempt);
+          expect(patched, label).toMatchObject({ attempts: attempt, attemptedAt: 10 + attempt });
+          expect(await store.getThreadStatus(thread), label).toMatchObject({ state: "pending", checkpointId: "cp-1", attempts: attempt });
+        }
+      } finally {
+        await drop();
+      }
     }
   });
 
