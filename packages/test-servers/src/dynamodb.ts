@@ -5,7 +5,9 @@
  * - dynalite 4, pure JavaScript, started inside this process: fast, but no transactions, TTL or
  *   streams;
  * - moto 5.2.5's server, a Python process from the venv `scripts/setup.sh` builds: transactions, the
- *   TTL API, `ReturnValuesOnConditionCheckFailure`, but items capped at 400,000 bytes.
+ *   TTL API, `ReturnValuesOnConditionCheckFailure`, but items capped at 400,000 bytes. Started here,
+ *   it serves one request at a time (moto-serial-server.py): moto's own server runs requests in
+ *   parallel threads, and its transactions are then not atomic (a container's moto still is not).
  *
  * Each is found, in order: an endpoint in the environment, the endpoint provided by the vitest global
  * setup, one this process starts, a container (moto only, when a Docker engine answers; dynalite
@@ -17,7 +19,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import {
   TestServerUnavailableError,
   cacheDir,
@@ -62,6 +65,9 @@ export const DYNAMODB_TEST_CREDENTIALS: { readonly accessKeyId: string; readonly
   accessKeyId: "resumable-test",
   secretAccessKey: "resumable-test",
 };
+
+/** moto's server serving one request at a time: see the comment in that file. */
+const SERIAL_MOTO_SERVER = fileURLToPath(new URL("./moto-serial-server.py", import.meta.url));
 
 /** A DynamoDB endpoint the tests can use. */
 export interface DynamoDbServer {
@@ -212,7 +218,10 @@ async function startLocalMoto(binary: string): Promise<DynamoDbServer> {
   try {
     const { child, port } = await withFreshPorts(1, async ([port]) => {
       // Run from its own temporary directory, so that nothing it may write lands in the repository.
-      const child = spawnServer(binary, ["-H", "127.0.0.1", "-p", String(port)], { logFile, cwd: base, env: { ...process.env, PYTHONUNBUFFERED: "1" } });
+      // moto's own server behind a lock, one request at a time (moto-serial-server.py says why), with
+      // the Python of moto's venv.
+      const python = join(dirname(binary), "python");
+      const child = spawnServer(python, [SERIAL_MOTO_SERVER, "-H", "127.0.0.1", "-p", String(port)], { logFile, cwd: base, env: { ...process.env, PYTHONUNBUFFERED: "1" } });
       try {
         await waitUntil(`moto_server on port ${port}`, async () => (await httpStatus(`http://127.0.0.1:${port}/moto-api/`)) !== undefined, {
           timeoutMs: 60_000,

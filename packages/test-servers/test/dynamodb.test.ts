@@ -1,6 +1,6 @@
-import { CreateTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand, QueryCommand } from "@aws-sdk/client-dynamodb";
+import { BatchWriteItemCommand, CreateTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand, QueryCommand, TransactWriteItemsCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, describe, expect, it } from "vitest";
-import { dynamoDbTestTableName, getDynamoDb, type DynamoDbEmulator } from "../src/index.js";
+import { dynamoDbTestTableName, getDynamoDb, startDynamoDb, type DynamoDbEmulator } from "../src/index.js";
 
 describe.each<DynamoDbEmulator>(["dynalite", "moto"])("DynamoDB test server (%s)", (emulator) => {
   const clients: DynamoDBClient[] = [];
@@ -56,4 +56,54 @@ describe.each<DynamoDbEmulator>(["dynalite", "moto"])("DynamoDB test server (%s)
     );
     expect(newestFirst.Items?.map((item) => item.sk?.N)).toEqual(["3", "2"]);
   });
+});
+
+describe("moto started here", () => {
+  it("applies a transaction atomically among concurrent requests: a cancelled one never undoes another's write", async () => {
+    // moto's own server runs requests in parallel threads, and a cancelled TransactWriteItems restores
+    // a copy of the table taken when it started, undoing what other requests wrote meanwhile.
+    const server = await startDynamoDb("moto");
+    const client = new DynamoDBClient({ ...server.clientConfig, credentials: { ...server.credentials } });
+    try {
+      const TableName = dynamoDbTestTableName("atomic");
+      await client.send(
+        new CreateTableCommand({
+          TableName,
+          AttributeDefinitions: [{ AttributeName: "pk", AttributeType: "S" }],
+          KeySchema: [{ AttributeName: "pk", KeyType: "HASH" }],
+          BillingMode: "PAY_PER_REQUEST",
+        }),
+      );
+      // A table big enough that copying it takes moto a while.
+      for (let batch = 0; batch < 40; batch += 1) {
+        const RequestItems = { [TableName]: Array.from({ length: 25 }, (_, i) => ({ PutRequest: { Item: { pk: { S: `filler-${batch}-${i}` }, body: { S: "x".repeat(2000) } } } })) };
+        await client.send(new BatchWriteItemCommand({ RequestItems }));
+      }
+      const cancelled = () =>
+        client
+          .send(new TransactWriteItemsCommand({ TransactItems: [{ ConditionCheck: { TableName, Key: { pk: { S: "filler-0-0" } }, ConditionExpression: "attribute_not_exists(pk)" } }, { Put: { TableName, Item: { pk: { S: "never" } } } }] }))
+          .then(
+            () => "applied",
+            (error: Error) => error.name,
+          );
+      const writes = Array.from({ length: 60 }, (_, i) => `written-${i}`);
+      // Each write is sent while a cancelled transaction is under way.
+      const outcomes = await Promise.all(
+        writes.flatMap((pk, i) => [
+          cancelled(),
+          new Promise((resolve) => setTimeout(resolve, 5 + i)).then(() => client.send(new PutItemCommand({ TableName, Item: { pk: { S: pk } } })).then(() => "put")),
+        ]),
+      );
+      expect(outcomes.filter((o) => o !== "put" && o !== "TransactionCanceledException"), "transactions that were not cancelled").toEqual([]);
+      const lost: string[] = [];
+      for (const pk of writes) {
+        const got = await client.send(new GetItemCommand({ TableName, Key: { pk: { S: pk } }, ConsistentRead: true }));
+        if (!got.Item) lost.push(pk);
+      }
+      expect(lost, "writes a cancelled transaction undid").toEqual([]);
+    } finally {
+      client.destroy();
+      await server.stop();
+    }
+  }, 120_000);
 });
