@@ -50,14 +50,21 @@ export interface ChaosOptions {
   /**
    * The share of strikes that freeze a worker (SIGSTOP) for longer than the lease TTL, then thaw it
    * (SIGCONT), instead of killing it: a stale worker, whose leases others take over while it sleeps,
-   * wakes up in the middle of its nodes and tries to write. Spread evenly from the first strike: 0.25
-   * freezes strikes 1, 5, 9... Default 0.25.
+   * wakes up in the middle of its nodes and tries to write. A freeze picks a worker in the middle of
+   * an attempt (waiting up to a second for one). Spread evenly from the first strike: 0.25 freezes
+   * strikes 1, 5, 9... Default 0.25.
    */
   freezeShare?: number;
   /** Attempts before a thread is dead-lettered. Default 4. */
   maxAttempts?: number;
   /** Lease TTL of the workers, in ms (a killed worker's threads are free again after it). Default 2000. */
   leaseTtlMs?: number;
+  /**
+   * How often each worker's runner and its scripted reviewer look for work, in ms. Default 100. A
+   * slow database (an emulator that serves one request at a time) may want more: 4 workers polling
+   * every 100 ms send it 80 listThreads a second before doing any work.
+   */
+  pollIntervalMs?: number;
   /** Give up (and fail) when the threads are not all finished after this long. Default 5 minutes. */
   timeoutMs?: number;
   /** Where the run's files go (ledger, logs, a file database); default a new temporary directory. */
@@ -203,15 +210,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   let strikes = 0;
   let processes = 0;
   const freezeShare = options.freezeShare ?? 0.25;
-  const live = new Map<number, { child: ChildProcess; exit: Promise<unknown> }>();
+  const live = new Map<number, { child: ChildProcess; exit: Promise<unknown>; eventsFile: string }>();
   const frozen = new Set<ChildProcess>();
   let stopping = false;
   try {
     await oneShot(bundle, { mode: "enqueue", workDir, threads: all, resultFile: join(workDir, "enqueued.json") }, 120_000);
     const launch = (worker: number) => {
       processes += 1;
-      const job: ChaosJob = { mode: "work", workDir, worker, stopFile, eventsFile: join(workDir, `events-${worker}-${processes}.jsonl`), maxAttempts, leaseTtlMs, concurrency: options.concurrency ?? 4 };
-      const proc = start(bundle, job);
+      const job: ChaosJob = { mode: "work", workDir, worker, stopFile, eventsFile: join(workDir, `events-${worker}-${processes}.jsonl`), maxAttempts, leaseTtlMs, concurrency: options.concurrency ?? 4, pollIntervalMs: options.pollIntervalMs ?? 100 };
+      const proc = { ...start(bundle, job), eventsFile: job.eventsFile };
       live.set(worker, proc);
       // A worker that dies (killed, or crashed on its own) is replaced, as a supervisor would.
       void proc.exit.then(() => {
@@ -233,11 +240,17 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       const now = performance.now();
       if (now >= nextStrike) {
         const victims = [...live.values()].filter((proc) => proc.child.exitCode === null && proc.child.signalCode === null && !frozen.has(proc.child));
-        const victim = victims[Math.floor(Math.random() * victims.length)];
-        strikes += 1;
         // Freezes spread evenly over the strikes, starting with the first (at 0.25: strikes 1, 5, 9...),
         // so that every run has some, however short.
-        const freeze = Math.ceil(strikes * freezeShare) > Math.ceil((strikes - 1) * freezeShare);
+        const freeze = Math.ceil((strikes + 1) * freezeShare) > Math.ceil(strikes * freezeShare);
+        // A freeze hits a worker in the middle of an attempt, so that it wakes up holding threads others
+        // took over (freezing an idle or booting worker tests nothing). When none is, the freeze waits
+        // for one, at most a second past its time.
+        const busy = freeze ? victims.filter((proc) => attemptsInFlight(proc.eventsFile) > 0) : [];
+        if (freeze && busy.length === 0 && now < nextStrike + 1000) continue;
+        const pool = busy.length > 0 ? busy : victims;
+        const victim = pool[Math.floor(Math.random() * pool.length)];
+        strikes += 1;
         if (victim && freeze) {
           // Frozen past its TTL: its leases expire, another worker takes its threads over, then it wakes up.
           if (victim.child.kill("SIGSTOP")) {
@@ -280,6 +293,30 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const report = buildReport(options, workDir, all, poison.threadId, verification, { threads, workers, durationMs, kills, freezes, processes, maxAttempts });
   if (!options.keepWorkDir && !options.workDir) rmSync(workDir, { recursive: true, force: true });
   return report;
+}
+
+/** Attempts a worker process has started and not finished, from its events file. */
+function attemptsInFlight(eventsFile: string): number {
+  let text: string;
+  try {
+    text = readFileSync(eventsFile, "utf8");
+  } catch {
+    return 0;
+  }
+  const open = new Set<string>();
+  for (const line of text.split("\n")) {
+    if (!line) continue;
+    let event: { type?: string; threadId?: string };
+    try {
+      event = JSON.parse(line) as { type?: string; threadId?: string };
+    } catch {
+      continue; // a line cut short by a kill
+    }
+    if (event.threadId === undefined) continue;
+    if (event.type === "claimed") open.add(event.threadId);
+    else if (event.type === "resumed" || event.type === "error" || event.type === "dead-lettered") open.delete(event.threadId);
+  }
+  return open.size;
 }
 
 /** Dead-letter events logged by the workers so far. */

@@ -59,6 +59,7 @@ export type ChaosJob =
       maxAttempts: number;
       leaseTtlMs: number;
       concurrency: number;
+      pollIntervalMs: number;
     }
   | { mode: "verify"; workDir: string; threadIds: string[]; poisonId?: string; resultFile: string }
   | { mode: "census"; workDir: string; resultFile: string }
@@ -129,7 +130,7 @@ async function work(saver: ResumableSaver, job: Extract<ChaosJob, { mode: "work"
     maxAttempts: job.maxAttempts,
     backoff: { initialMs: 100, factor: 2, maxMs: 1000 },
     concurrency: job.concurrency,
-    pollIntervalMs: 100,
+    pollIntervalMs: job.pollIntervalMs,
     onEvent: (event) => {
       if (event.type === "skipped") return;
       log(event.type === "error" ? { type: "error", threadId: event.threadId, error: String(event.error) } : { ...event, error: event.error === undefined ? undefined : String(event.error) });
@@ -160,7 +161,7 @@ async function work(saver: ResumableSaver, job: Extract<ChaosJob, { mode: "work"
       } catch (error) {
         log({ type: "error", error: String(error) });
       }
-      await sleep(100);
+      await sleep(job.pollIntervalMs);
     }
   })();
   while (!existsSync(job.stopFile)) await sleep(100);
