@@ -322,8 +322,7 @@ export class DynamoDBStore implements CheckpointStore {
     const chunks = [...this.chunkItems(threadId, request.chunks, extra), ...spill];
     // Chunks first: a write is visible as soon as it (or its batch's commit item) lands.
     if (chunks.length > 0) await this.db.putAll("putWrites", uniqueItems(chunks));
-    const tries = {};
-    const patch = status === undefined ? undefined : () => this.patchAction(threadId, status, "putWrites", tries);
+    const patch = status === undefined ? undefined : this.statusPatcher(threadId, status, "putWrites");
     if (request.mode === "upsert") {
       if (fence !== undefined) {
         if (items.length > MAX_TRANSACTION_ACTIONS - 2) {
@@ -499,38 +498,42 @@ export class DynamoDBStore implements CheckpointStore {
   }
 
   /**
-   * The conditional put that applies `patch` to the thread's status as read now (conditional on the
-   * revision read), or `undefined` when the thread has no status or it names another checkpoint.
+   * The status action of a commit that applies `patch`: each try reads the status and returns the put
+   * of the patched status (conditional on the revision read), `undefined` when the thread has no
+   * status or it names another checkpoint, or {@link LANDED} when an earlier try was applied.
    */
-  private async patchAction(
+  private statusPatcher(
     threadId: string,
     patch: ThreadStatusPatch,
     operation: string,
-    tries: { revision?: string },
     found?: (record: ThreadStatusRecord | undefined) => void,
-  ): Promise<TransactWriteItem | undefined | typeof LANDED> {
-    const item = await this.readStatusItem(threadId, operation);
-    // The item carries the revision an earlier try of this patch wrote: that try landed and only its
-    // response was lost (a 500 or a dropped connection, then a retry refused by the revision).
-    // Applying the patch again would count an attempt twice.
-    if (item && tries.revision !== undefined && item["rv"]?.S === tries.revision) {
-      found?.(readStatus(item));
-      return LANDED;
-    }
-    const next = item ? applyPatchToRecord(readStatus(item), patch) : undefined;
-    found?.(next);
-    if (!item || !next) return undefined;
-    const epoch = this.ttl ? item[this.ttl.attribute] : undefined;
-    const written = this.statusItemOf(next, this.ttl && epoch ? { [this.ttl.attribute]: epoch } : {});
-    tries.revision = written["rv"]!.S!;
-    return {
-      Put: {
-        TableName: this.tableName,
-        Item: written,
-        ConditionExpression: "#rv = :rv",
-        ExpressionAttributeNames: { "#rv": "rv" },
-        ExpressionAttributeValues: { ":rv": item["rv"] ?? { S: "" } },
-      },
+  ): () => Promise<TransactWriteItem | undefined | typeof LANDED> {
+    // The revision the last try wrote, across the tries of one commit.
+    let written: string | undefined;
+    return async () => {
+      const item = await this.readStatusItem(threadId, operation);
+      // The item carries the revision an earlier try of this patch wrote: that try landed and only its
+      // response was lost (a 500 or a dropped connection, then a retry refused by the revision).
+      // Applying the patch again would count an attempt twice.
+      if (item && written !== undefined && item["rv"]?.S === written) {
+        found?.(readStatus(item));
+        return LANDED;
+      }
+      const next = item ? applyPatchToRecord(readStatus(item), patch) : undefined;
+      found?.(next);
+      if (!item || !next) return undefined;
+      const epoch = this.ttl ? item[this.ttl.attribute] : undefined;
+      const put = this.statusItemOf(next, this.ttl && epoch ? { [this.ttl.attribute]: epoch } : {});
+      written = put["rv"]!.S!;
+      return {
+        Put: {
+          TableName: this.tableName,
+          Item: put,
+          ConditionExpression: "#rv = :rv",
+          ExpressionAttributeNames: { "#rv": "rv" },
+          ExpressionAttributeValues: { ":rv": item["rv"] ?? { S: "" } },
+        },
+      };
     };
   }
 
@@ -703,10 +706,7 @@ export class DynamoDBStore implements CheckpointStore {
     this.checkManyWorkers("patchThreadStatus");
     checkIdentifier(request.threadId, ID_RULES.threadId, STORE);
     let result: ThreadStatusRecord | undefined;
-    const tries = {};
-    await this.commit("patchThreadStatus", request.threadId, request.fence, [], () =>
-      this.patchAction(request.threadId, request.patch, "patchThreadStatus", tries, (record) => (result = record)),
-    );
+    await this.commit("patchThreadStatus", request.threadId, request.fence, [], this.statusPatcher(request.threadId, request.patch, "patchThreadStatus", (record) => (result = record)));
     return result;
   }
 
