@@ -3,13 +3,13 @@
 // of them, or freezes it past its lease TTL, every 1-3 s. In CI (CI=true) a missing moto fails the run.
 import { fileURLToPath } from "node:url";
 
-import { DynamoDBClient, ListTablesCommand } from "@aws-sdk/client-dynamodb";
+import { ListTablesCommand } from "@aws-sdk/client-dynamodb";
 import { formatChaosReport, runChaos } from "@resumable/conformance";
-import { MOTO_ENDPOINT_ENV, dynamoDbTestTableName, getDynamoDb, startDynamoDb, type DynamoDbServer } from "@resumable/test-servers";
+import { dynamoDbTestTableName, type DynamoDbServer } from "@resumable/test-servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { CHAOS_ENDPOINT_ENV, CHAOS_TABLE_PREFIX_ENV } from "./fixtures/chaos-store.js";
-import { dropTable } from "./helpers.js";
+import { clientOf, dropTable, ownMoto } from "./helpers.js";
 
 const factoryModule = fileURLToPath(new URL("./fixtures/chaos-store.ts", import.meta.url));
 // The runner under test, from its sources (the suite bundles it into every worker).
@@ -35,11 +35,11 @@ describe("many workers on one DynamoDB table (moto)", () => {
   beforeAll(async () => {
     // A moto of its own (one Python process answers one request at a time): the test files sharing
     // the run's moto (the crash sweep sends it thousands of requests) would slow every worker here.
-    server = process.env[MOTO_ENDPOINT_ENV] ? await getDynamoDb("moto") : await startDynamoDb("moto");
+    server = await ownMoto();
   });
   afterAll(async () => {
     if (!server) return;
-    const client = new DynamoDBClient({ ...server.clientConfig, credentials: { ...server.credentials } });
+    const client = clientOf(server);
     const tables = (await client.send(new ListTablesCommand({}))).TableNames ?? [];
     await Promise.all(tables.filter((t) => t.startsWith(prefix)).map((t) => dropTable(client, t)));
     client.destroy();

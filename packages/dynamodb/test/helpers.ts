@@ -1,6 +1,6 @@
 import { DeleteTableCommand, DynamoDBClient, QueryCommand, type AttributeValue } from "@aws-sdk/client-dynamodb";
 import { records } from "@resumable/conformance";
-import { dynamoDbTestTableName, getDynamoDb, type DynamoDbEmulator } from "@resumable/test-servers";
+import { MOTO_ENDPOINT_ENV, dynamoDbTestTableName, getDynamoDb, startDynamoDb, type DynamoDbEmulator, type DynamoDbServer } from "@resumable/test-servers";
 
 import { DynamoDBStore, type DynamoDBClientLike, type DynamoDBStoreOptions } from "../src/index.js";
 
@@ -9,8 +9,21 @@ export const EMULATORS: readonly DynamoDbEmulator[] = ["dynalite", "moto"];
 
 /** A client on the run's emulator (the vitest global setup starts both once). */
 export async function clientFor(emulator: DynamoDbEmulator): Promise<DynamoDBClient> {
-  const server = await getDynamoDb(emulator);
+  return clientOf(await getDynamoDb(emulator));
+}
+
+/** A client on `server`. */
+export function clientOf(server: DynamoDbServer): DynamoDBClient {
   return new DynamoDBClient({ ...server.clientConfig, credentials: { ...server.credentials } });
+}
+
+/**
+ * A moto of the caller's own (stop it after), unless the environment names a moto endpoint: moto
+ * serves one request at a time, so a file that sends thousands of requests, or times leases in
+ * milliseconds, should not share the run's moto with the others.
+ */
+export async function ownMoto(): Promise<DynamoDbServer> {
+  return process.env[MOTO_ENDPOINT_ENV] ? getDynamoDb("moto") : startDynamoDb("moto");
 }
 
 /** A store on a table of its own, created by `setup()`; `drop()` deletes the table. */
