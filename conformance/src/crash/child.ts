@@ -306,7 +306,12 @@ async function inspect(opened: Opened, graph: RunnableGraph, job: JobRequest): P
         violations.push(`${where} is listed but the store's getCheckpoint does not return it`);
       } else {
         const blobs = new Set(stored.blobs.map((b) => `${b.channel}\u0000${b.version}`));
-        for (const [channel, version] of Object.entries(stored.record.channelVersions)) {
+        // The saver says which blobs the record cannot do without (a channel without a value has none).
+        const required =
+          opened.saver instanceof ResumableSaver
+            ? await opened.saver.requiredBlobs(stored)
+            : Object.entries(stored.record.channelVersions).map(([channel, version]) => ({ channel, version }));
+        for (const { channel, version } of required) {
           if (!blobs.has(`${channel}\u0000${version}`)) {
             violations.push(`${where} is torn: it references channel "${channel}" at version ${version} but that blob is missing`);
           }

@@ -25,9 +25,10 @@ import {
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 
+import { expandCheckpoint, hasWrittenMask, storedCheckpoint } from "./checkpoint-form.js";
 import { copyThreadRecords, type CopyThreadResult } from "./copy-thread.js";
 import { DeltaCache, extendsList, type DeltaCacheOptions, type LineageState, type ListState } from "./delta-cache.js";
-import { CapabilityMissingError, InvalidConfigError, LeaseLostError, MissingThreadIdError } from "./errors.js";
+import { CapabilityMissingError, CorruptRecordError, InvalidConfigError, LeaseLostError, MissingThreadIdError } from "./errors.js";
 import { ID_RULES, checkIdentifier } from "./ids.js";
 import { canonicalFilter } from "./metadata-filter.js";
 import { RecordReader, RecordWriter, blobKey, deltaOf, listOf, type WriteSettings } from "./record-codec.js";
@@ -303,6 +304,9 @@ export class ResumableSaver extends BaseCheckpointSaver {
     }
     const blobs: BlobRecord[] = [];
     const values = checkpoint.channel_values ?? {};
+    // The compact record names the channels this put stores a blob for, so a channel without a value
+    // needs no blob at all; the object form keeps an "empty" blob for it, as earlier releases did.
+    const written = hasWrittenMask(checkpoint) ? new Set<string>() : undefined;
     let cachedBytes = 0;
     for (const [channel, rawVersion] of Object.entries(newVersions ?? {})) {
       checkIdentifier(channel, ID_RULES.channel, "put()");
@@ -312,9 +316,10 @@ export class ResumableSaver extends BaseCheckpointSaver {
       if (value === undefined) {
         // No value at this version (an empty channel, a DeltaChannel between snapshots); a list
         // stored earlier on the lineage stays the base for the next delta.
-        blobs.push({ channel, version, value: EMPTY_VALUE });
+        if (!written) blobs.push({ channel, version, value: EMPTY_VALUE });
         continue;
       }
+      written?.add(channel);
       const list = this.maxChain > 0 ? listOf(value) : undefined;
       const base = list ? parent?.lists.get(channel) : undefined;
       if (list && base && base.depth < this.maxChain && extendsList(list, base.elements)) {
@@ -336,7 +341,7 @@ export class ResumableSaver extends BaseCheckpointSaver {
       checkpointNs,
       checkpointId: checkpoint.id,
       parentCheckpointId,
-      checkpoint: await writer.value(bareCheckpoint(checkpoint), "the checkpoint", false),
+      checkpoint: await writer.value(storedCheckpoint(checkpoint, written), "the checkpoint", false),
       ...(await this.metadataFields(writer, metadata)),
       channelVersions,
     };
@@ -829,12 +834,28 @@ export class ResumableSaver extends BaseCheckpointSaver {
     return record ? toThreadStatus(record) : undefined;
   }
 
+  /**
+   * The `(channel, version)` pairs whose blobs must exist for `stored` to be whole: the channels its put
+   * stored a blob for (a channel without a value has none), or, for a record of an earlier release or
+   * in the object form, every version it names (those puts stored a blob for each). For checks of a
+   * store's atomicity (the crash suite's tear check); reading a checkpoint already refuses one that
+   * misses a blob its put stored.
+   */
+  async requiredBlobs(stored: StoredCheckpoint): Promise<Array<{ channel: string; version: string }>> {
+    const { record } = stored;
+    const reader = new RecordReader(this.store, this.serde, { threadId: record.threadId, checkpointNs: record.checkpointNs }, stored.chunks);
+    const { written } = expandCheckpoint(await reader.load(record.checkpoint, `checkpoint ${record.checkpointId}`), record.channelVersions);
+    return Object.entries(record.channelVersions)
+      .filter(([channel]) => written === undefined || written.has(channel))
+      .map(([channel, version]) => ({ channel, version }));
+  }
+
   private async toTuple(stored: StoredCheckpoint, remember: boolean): Promise<CheckpointTuple> {
     const { record } = stored;
     const scope = { threadId: record.threadId, checkpointNs: record.checkpointNs };
     const reader = new RecordReader(this.store, this.serde, scope, stored.chunks);
     await reader.prefetch([record.checkpoint, record.metadata, ...stored.blobs.map((b) => b.value), ...stored.writes.map((w) => w.value)]);
-    const checkpoint = expandCheckpoint(await reader.load(record.checkpoint, `checkpoint ${record.checkpointId}`));
+    const { checkpoint, written } = expandCheckpoint(await reader.load(record.checkpoint, `checkpoint ${record.checkpointId}`), record.channelVersions);
     // Compact records leave out what the record holds anyway.
     if (checkpoint.id === undefined) checkpoint.id = record.checkpointId;
     if (checkpoint.channel_versions === undefined) checkpoint.channel_versions = { ...record.channelVersions };
@@ -846,6 +867,7 @@ export class ResumableSaver extends BaseCheckpointSaver {
     const lists = new Map<string, ListState>();
     for (const [channel, version] of Object.entries(checkpoint.channel_versions ?? {})) {
       const blob = blobs.get(blobKey(channel, String(version)));
+      if (!blob && written?.has(channel)) throw tornCheckpoint(record, channel, String(version));
       if (!blob || blob.value.type === "empty") continue;
       const resolved = await reader.blob(blob, blobs);
       channelValues[channel] = resolved.value;
@@ -904,63 +926,19 @@ export class ResumableSaver extends BaseCheckpointSaver {
   }
 }
 
-/**
- * The checkpoint as its record stores it: without its channel values (they are blobs), its id (the
- * record's key) and, when every version is a string, its channel versions (the record holds them).
- * What is left of a current checkpoint (`v`, `ts`, `versions_seen`) is stored as the array
- * `[v, ts, versions_seen]`; a checkpoint with any other field keeps the object form.
- */
-function bareCheckpoint(checkpoint: Checkpoint): unknown {
-  const { channel_values: _values, id: _id, channel_versions: versions, ...rest } = checkpoint;
-  const keepVersions = Object.values(versions ?? {}).some((v) => typeof v !== "string");
-  if (keepVersions) return { ...rest, channel_versions: versions };
-  const keys = Object.keys(rest);
-  // The compact form reads a numeric ts as milliseconds: a ts that is not a string keeps the object form.
-  if (keys.length === 3 && "v" in rest && typeof rest.ts === "string" && "versions_seen" in rest) {
-    const seen = rest.versions_seen as Record<string, unknown> | undefined;
-    // LangGraph's runtime starts every versions_seen with `"__input__": {}`: left out, and put back
-    // first on reading (a fourth element says so).
-    if (seen && typeof seen === "object" && Object.getPrototypeOf(seen) === Object.prototype && Object.keys(seen)[0] === INPUT_SEEN) {
-      const input = seen[INPUT_SEEN];
-      if (input && typeof input === "object" && Object.getPrototypeOf(input) === Object.prototype && Object.keys(input).length === 0) {
-        const { [INPUT_SEEN]: _input, ...others } = seen;
-        return [rest.v, compactTs(rest.ts), others, 1];
-      }
-    }
-    return [rest.v, compactTs(rest.ts), rest.versions_seen];
-  }
-  return rest;
-}
-
-const INPUT_SEEN = "__input__";
-
 /** The counter part of a version (`"2ab"` of `"2ab.Xy3_kQ9z"`), which sorts at or before it. */
 function rootBound(version: string): string {
   const dot = version.indexOf(".");
   return dot > 0 ? version.slice(0, dot) : version;
 }
 
-/**
- * A checkpoint's `ts` in the compact form: the milliseconds since the epoch when the text is exactly
- * what `toISOString()` writes for them (LangGraph's always is), 13 digits instead of 26 characters
- * and two quotes; the text itself otherwise.
- */
-function compactTs(ts: string): string | number {
-  const ms = Date.parse(ts);
-  return Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 && new Date(ms).toISOString() === ts ? ms : ts;
-}
-
-/** A stored checkpoint back in LangGraph's shape (see {@link bareCheckpoint}). */
-function expandCheckpoint(stored: unknown): Checkpoint {
-  if (Array.isArray(stored)) {
-    const [v, ts, versionsSeen, withInput] = stored as [number, string | number, Checkpoint["versions_seen"], 1 | undefined];
-    return {
-      v,
-      ts: typeof ts === "number" ? new Date(ts).toISOString() : ts,
-      versions_seen: withInput === 1 ? { [INPUT_SEEN]: {}, ...versionsSeen } : versionsSeen,
-    } as Checkpoint;
-  }
-  return stored as Checkpoint;
+/** The error for a checkpoint whose put stored a blob that a read does not find. */
+function tornCheckpoint(record: CheckpointRecord, channel: string, version: string): CorruptRecordError {
+  return new CorruptRecordError(
+    `checkpoint ${record.checkpointId} of thread ${JSON.stringify(record.threadId)} (namespace ${JSON.stringify(record.checkpointNs)}) ` +
+      `is torn: its put stored channel "${channel}" at version ${version}, and that blob is missing. ` +
+      `The store made the checkpoint visible without all of its blobs, or lost one afterwards`,
+  );
 }
 
 /** Bytes a stored value takes (its own bytes, or the size its chunks add up to). */

@@ -191,6 +191,75 @@ describe("compact checkpoint records", () => {
   });
 });
 
+describe("channels without a value", () => {
+  /** A store whose reads lose one blob: what a store that made a checkpoint visible too early returns. */
+  class LosingStore extends MemoryStore {
+    lose: { channel: string; version: string } | undefined;
+    override async getCheckpoint(scope: Parameters<MemoryStore["getCheckpoint"]>[0]) {
+      const stored = await super.getCheckpoint(scope);
+      const lost = this.lose;
+      if (!stored || !lost) return stored;
+      return { ...stored, blobs: stored.blobs.filter((b) => b.channel !== lost.channel || b.version !== lost.version) };
+    }
+  }
+
+  it("get no blob, and the record names the blobs its put stored", async () => {
+    const store = new RecordingStore();
+    const saver = new ResumableSaver(store);
+    const graph = chat(saver);
+    const config = { configurable: { thread_id: "empties" } };
+    for (let i = 0; i < 3; i += 1) await graph.invoke({ messages: [new HumanMessage({ content: `q${i}`, id: `user-${i}` })] }, config);
+    // LangGraph gives a consumed channel (`__start__` after its step, a branch after its node) a new
+    // version without a value: nothing is stored for it.
+    const blobs = store.puts.flatMap((p) => p.blobs);
+    expect(blobs.filter((b) => b.value.type === "empty")).toEqual([]);
+    const consumed = store.puts.filter((p) => p.record.channelVersions.__start__ !== undefined && !p.blobs.some((b) => b.channel === "__start__"));
+    expect(consumed.length).toBeGreaterThan(0);
+    // Every checkpoint reads back as LangGraph wrote it: the consumed channels absent, the others there.
+    for await (const tuple of saver.list(config)) {
+      const values = tuple.checkpoint.channel_values as Record<string, unknown>;
+      expect(Object.keys(values).every((channel) => values[channel] !== undefined)).toBe(true);
+      const stored = (await store.getCheckpoint({ threadId: "empties", checkpointNs: "", checkpointId: tuple.checkpoint.id }))!;
+      // Required: exactly the blobs its own put stored, each a channel that has a value.
+      const required = (await saver.requiredBlobs(stored)).map((r) => r.channel).sort();
+      const put = store.puts.find((p) => p.record.checkpointId === tuple.checkpoint.id)!;
+      expect(required).toEqual(put.blobs.map((b) => b.channel).sort());
+      expect(required.every((channel) => channel in values)).toBe(true);
+    }
+    expect((await graph.getState(config)).values.messages).toHaveLength(6);
+  });
+
+  it("let a read tell a torn checkpoint from an empty channel", async () => {
+    const store = new LosingStore();
+    const saver = new ResumableSaver(store);
+    const graph = chat(saver);
+    const config = { configurable: { thread_id: "torn" } };
+    await graph.invoke({ messages: [new HumanMessage({ content: "q", id: "user-0" })] }, config);
+    const latest = (await store.getCheckpoint({ threadId: "torn", checkpointNs: "" }))!;
+    store.lose = { channel: "messages", version: latest.record.channelVersions.messages! };
+    await expect(saver.getTuple(config)).rejects.toThrow(/is torn: its put stored channel "messages" at version .*, and that blob is missing/);
+    store.lose = undefined;
+    expect((await saver.getTuple(config))!.checkpoint.channel_values).toHaveProperty("messages");
+  });
+
+  it("keep an empty blob in the object form, and records of earlier releases read as before", async () => {
+    const store = new RecordingStore();
+    const saver = new ResumableSaver(store);
+    const thread = { configurable: { thread_id: "object-form", checkpoint_ns: "" } };
+    // A checkpoint with a field LangGraph does not write keeps the object form and its empty blobs.
+    const config = await saver.put(
+      thread,
+      { v: 4, id: "c1", ts: "2026-12-01T18:45:46.026Z", versions_seen: {}, extra: 1, channel_values: { a: 1 }, channel_versions: { a: "12.A", b: "12.A" } } as never,
+      { source: "loop", step: 1, parents: {} },
+      { a: "12.A", b: "12.A" },
+    );
+    expect(store.puts[0]!.blobs.map((b) => [b.channel, b.value.type])).toEqual([["a", "json"], ["b", "empty"]]);
+    const stored = (await store.getCheckpoint({ threadId: "object-form", checkpointNs: "", checkpointId: "c1" }))!;
+    expect((await saver.requiredBlobs(stored)).map((r) => r.channel)).toEqual(["a", "b"]);
+    expect((await saver.getTuple(config))!.checkpoint.channel_values).toEqual({ a: 1 });
+  });
+});
+
 describe("channel versions", () => {
   it("are short, unique per call, and sort as strings in counter order, after the first release's", () => {
     const counters = [1, 2, 9, 10, 35, 36, 1295, 1296, 46655, 46656, 10 ** 9];

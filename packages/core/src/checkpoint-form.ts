@@ -1,0 +1,110 @@
+/**
+ * The checkpoint as its record stores it, and back.
+ *
+ * A record keeps the checkpoint without its channel values (they are blobs), its id (the record's key)
+ * and, when every version is a string, its channel versions (the record holds them). What is left of a
+ * current checkpoint is stored as the array `[v, ts, versions_seen, input, written]`:
+ *
+ * - `ts` as milliseconds when it is exactly what `toISOString()` writes for them (LangGraph's always
+ *   is), the text otherwise;
+ * - `versions_seen` without the runtime's leading empty `__input__` entry, `input` (`1`) saying to put
+ *   it back, `0` when it was not there;
+ * - `written`: which channels this checkpoint's own put stored a blob for, as a bit mask over the
+ *   channel names sorted by code point. A channel that has a version but no value (an empty channel, a
+ *   `DeltaChannel` between snapshots) gets no blob at all; a blob this mask names must exist, so a
+ *   reader tells a torn checkpoint from an empty channel.
+ *
+ * Earlier releases wrote `[v, ts, versions_seen]` and `[v, ts, versions_seen, 1]`, with a blob (of type
+ * `"empty"` where there was no value) for every version: those read as before. A checkpoint with any
+ * other field keeps the object form, and its put still writes a blob for every new version.
+ *
+ * @module
+ */
+import type { Checkpoint } from "@langchain/langgraph-checkpoint";
+
+const INPUT_SEEN = "__input__";
+
+/**
+ * Channels a mask can describe: a bit per channel in a JS number stays exact up to 2^53. A checkpoint
+ * with more channels keeps writing a blob for every new version, as earlier releases did.
+ */
+const MAX_MASK_CHANNELS = 52;
+
+/**
+ * Whether `checkpoint` is stored in the compact form with a `written` mask: then its put stores no blob
+ * for a channel without a value, and the mask names the channels it stored one for.
+ */
+export function hasWrittenMask(checkpoint: Checkpoint): boolean {
+  return compactParts(checkpoint) !== undefined && Object.keys(checkpoint.channel_versions ?? {}).length <= MAX_MASK_CHANNELS;
+}
+
+/**
+ * The record form of `checkpoint` (see the module comment). `written`: the channels its put stored a
+ * blob for, when {@link hasWrittenMask} holds.
+ */
+export function storedCheckpoint(checkpoint: Checkpoint, written: ReadonlySet<string> | undefined): unknown {
+  const parts = compactParts(checkpoint);
+  if (!parts) {
+    const { channel_values: _values, id: _id, channel_versions: versions, ...rest } = checkpoint;
+    return Object.values(versions ?? {}).some((v) => typeof v !== "string") ? { ...rest, channel_versions: versions } : rest;
+  }
+  const { v, ts, seen, input } = parts;
+  if (!written || !hasWrittenMask(checkpoint)) return input === 1 ? [v, ts, seen, 1] : [v, ts, seen];
+  const order = Object.keys(checkpoint.channel_versions ?? {}).sort(compareCodePoints);
+  let mask = 0;
+  order.forEach((channel, index) => {
+    if (written.has(channel)) mask += 2 ** index;
+  });
+  return [v, ts, seen, input, mask];
+}
+
+/** The elements of the compact form, or `undefined` when the checkpoint keeps the object form. */
+function compactParts(checkpoint: Checkpoint): { v: unknown; ts: string | number; seen: unknown; input: 0 | 1 } | undefined {
+  const { channel_values: _values, id: _id, channel_versions: versions, ...rest } = checkpoint;
+  if (Object.values(versions ?? {}).some((v) => typeof v !== "string")) return undefined;
+  // The compact form reads a numeric ts as milliseconds: a ts that is not a string keeps the object form.
+  if (Object.keys(rest).length !== 3 || !("v" in rest) || typeof rest.ts !== "string" || !("versions_seen" in rest)) return undefined;
+  const seen = rest.versions_seen as Record<string, unknown> | undefined;
+  // LangGraph's runtime starts every versions_seen with `"__input__": {}`: left out, and put back first
+  // on reading.
+  if (seen && typeof seen === "object" && Object.getPrototypeOf(seen) === Object.prototype && Object.keys(seen)[0] === INPUT_SEEN) {
+    const first = seen[INPUT_SEEN];
+    if (first && typeof first === "object" && Object.getPrototypeOf(first) === Object.prototype && Object.keys(first).length === 0) {
+      const { [INPUT_SEEN]: _input, ...others } = seen;
+      return { v: rest.v, ts: compactTs(rest.ts), seen: others, input: 1 };
+    }
+  }
+  return { v: rest.v, ts: compactTs(rest.ts), seen, input: 0 };
+}
+
+/** A stored checkpoint back in LangGraph's shape, and the channels its put wrote a blob for (when known). */
+export function expandCheckpoint(stored: unknown, channelVersions: Record<string, string>): { checkpoint: Checkpoint; written?: Set<string> } {
+  if (!Array.isArray(stored)) return { checkpoint: stored as Checkpoint };
+  const [v, ts, versionsSeen, input, mask] = stored as [number, string | number, Checkpoint["versions_seen"], 0 | 1 | undefined, number | undefined];
+  const checkpoint = {
+    v,
+    ts: typeof ts === "number" ? new Date(ts).toISOString() : ts,
+    versions_seen: input === 1 ? { [INPUT_SEEN]: {}, ...versionsSeen } : versionsSeen,
+  } as Checkpoint;
+  if (typeof mask !== "number") return { checkpoint };
+  const written = new Set<string>();
+  const order = Object.keys(channelVersions).sort(compareCodePoints);
+  for (let i = 0, rest = mask; rest > 0 && i < order.length; i += 1, rest = Math.floor(rest / 2)) {
+    if (rest % 2 === 1) written.add(order[i]!);
+  }
+  return { checkpoint, written };
+}
+
+/**
+ * A checkpoint's `ts` in the compact form: the milliseconds since the epoch when the text is exactly
+ * what `toISOString()` writes for them, 13 digits instead of 26 characters and two quotes; the text
+ * itself otherwise.
+ */
+function compactTs(ts: string): string | number {
+  const ms = Date.parse(ts);
+  return Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 && new Date(ms).toISOString() === ts ? ms : ts;
+}
+
+function compareCodePoints(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
