@@ -138,6 +138,21 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX ${TABLES.expiry}_at ON ${s}.${TABLES.expiry} (expires_at)`,
     ],
   },
+  {
+    // Shared pieces in rows below PostgreSQL's TOAST threshold (about 2 KB): a 2 KB message stored as
+    // one value went to the TOAST table as a 1996-byte chunk and a small one, three messages to an
+    // 8 KB page, a third of it empty. A value is now split into equal parts numbered from 1, each
+    // stored inline; part 0 is a value kept whole (every row written before this version), and a
+    // reader takes part 0 when it exists (see the `pc` CTE), so a piece written whole before and
+    // split after reads the same.
+    version: 5,
+    description: "chunk parts",
+    statements: (s) => [
+      `ALTER TABLE ${s}.${TABLES.chunks} ADD COLUMN part integer NOT NULL DEFAULT 0`,
+      `ALTER TABLE ${s}.${TABLES.chunks} DROP CONSTRAINT ${TABLES.chunks}_pkey`,
+      `ALTER TABLE ${s}.${TABLES.chunks} ADD PRIMARY KEY (thread_id, hash, idx, part)`,
+    ],
+  },
 ];
 
 /** The newest schema version this package knows. */

@@ -400,7 +400,7 @@ export class PostgresStore implements CheckpointStore {
     if (ttl) ctes.push(this.expiryCte(p, thread, fenced));
     const guard = (source: string) => guarded(source, fenced, ttl);
     const chunks = this.chunkValues(p, thread, request.chunks);
-    if (chunks) ctes.push(`chunks AS (INSERT INTO ${this.t.chunks} (thread_id, hash, idx, data) ${guard(chunks)} ON CONFLICT DO NOTHING)`);
+    if (chunks) ctes.push(`chunks AS (INSERT INTO ${this.t.chunks} (thread_id, hash, idx, part, data) ${guard(chunks)} ON CONFLICT DO NOTHING)`);
     const blobRows = dedupe(request.blobs, (b) => `${b.channel}\u0000${b.version}`, "first").map((blob) => {
       checkId(`channel name "${blob.channel}"`, blob.channel);
       checkId(`version of channel "${blob.channel}"`, blob.version);
@@ -464,8 +464,6 @@ export class PostgresStore implements CheckpointStore {
     if (request.writes.length === 0 && request.chunks.length === 0) return;
     const p = new Params();
     const thread = p.add(request.threadId);
-    const ns = p.add(request.checkpointNs);
-    const checkpointId = p.add(request.checkpointId);
     const ctes: string[] = [];
     const fenced = request.fence !== undefined;
     const ttl = this.ttlMs > 0;
@@ -481,10 +479,13 @@ export class PostgresStore implements CheckpointStore {
       checkId("task path", write.taskPath);
       return [write.taskId, write.idx, write.channel, ...valueCells(write.value), write.taskPath];
     });
-    if (chunks) ctes.push(`chunks AS (INSERT INTO ${this.t.chunks} (thread_id, hash, idx, data) ${guard(chunks)} ON CONFLICT DO NOTHING)`);
+    if (chunks) ctes.push(`chunks AS (INSERT INTO ${this.t.chunks} (thread_id, hash, idx, part, data) ${guard(chunks)} ON CONFLICT DO NOTHING)`);
     if (request.status) ctes.push(`status AS (${this.patchSql(p, thread, request.status, fenced, ttl ? "EXISTS (SELECT 1 FROM exp)" : undefined)})`);
     let main: string | undefined;
     if (rows.length > 0) {
+      // Added only here: a parameter no part of the statement uses has no type PostgreSQL can infer.
+      const ns = p.add(request.checkpointNs);
+      const checkpointId = p.add(request.checkpointId);
       const onConflict =
         request.mode === "upsert"
           ? `ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET channel = EXCLUDED.channel, ` +
@@ -665,7 +666,8 @@ export class PostgresStore implements CheckpointStore {
     const rows = await this.run<{ hash: string; idx: number; data: Buffer }>(
       "SELECT chunks",
       "getChunks",
-      `SELECT hash, idx, data FROM ${this.t.chunks} WHERE thread_id = $1 AND hash = ANY($2::text[])${this.ttlMs ? ` AND ${this.live("$1")}` : ""} ORDER BY hash, idx`,
+      `SELECT c.hash, c.idx, ${JOINED_PARTS} AS data FROM ${this.t.chunks} c WHERE c.thread_id = $1 AND c.hash = ANY($2::text[])` +
+        `${this.ttlMs ? ` AND ${this.live("$1")}` : ""} GROUP BY c.hash, c.idx ORDER BY c.hash, c.idx`,
       [threadId, [...new Set(hashes)]],
     );
     return rows.map((row) => ({ hash: row.hash, index: row.idx, data: bytes(row.data) }));
@@ -1003,7 +1005,7 @@ export class PostgresStore implements CheckpointStore {
     const unique = dedupe(chunks, (c) => `${c.hash}\u0000${c.index}`, "first");
     if (unique.length === 0) return undefined;
     for (const chunk of unique) checkId("chunk hash", chunk.hash);
-    return rowSource(p, [thread], ["text", "integer", "bytea"], unique.map((c) => [c.hash, c.index, buffer(c.data)]));
+    return rowSource(p, [thread], ["text", "integer", "integer", "bytea"], unique.flatMap((c) => partRows(c)));
   }
 
   /**
@@ -1058,10 +1060,39 @@ function piecesCte(chunks: string, thread: string, extra: string[] = []): string
   ];
   return (
     `hs AS (${sources.join(" UNION ")}), ` +
-    `pc AS (SELECT c.thread_id, c.hash, c.idx, c.data FROM (SELECT DISTINCT * FROM hs) AS h(thread_id, hash) ` +
-    `JOIN ${chunks} c ON c.thread_id = h.thread_id AND c.hash = h.hash)`
+    `pc AS (SELECT c.thread_id, c.hash, c.idx, ${JOINED_PARTS} AS data FROM (SELECT DISTINCT * FROM hs) AS h(thread_id, hash) ` +
+    `JOIN ${chunks} c ON c.thread_id = h.thread_id AND c.hash = h.hash GROUP BY c.thread_id, c.hash, c.idx)`
   );
 }
+
+/**
+ * The largest part of a chunk row: below PostgreSQL's TOAST threshold (about 2 KB per row), so a part is
+ * stored inline in the table's own pages rather than moved to its TOAST table (see migration 5).
+ */
+const PART_BYTES = 1800;
+
+/**
+ * A chunk's rows `[hash, idx, part, data]`: whole as part 0 when it fits one part, else split into
+ * equal parts numbered from 1 (equal, so that a 2.1 KB message makes two rows of half a kilobyte
+ * over 1 KB rather than one full and one nearly empty).
+ */
+function partRows(chunk: ChunkRecord): unknown[][] {
+  const { data } = chunk;
+  if (data.byteLength <= PART_BYTES) return [[chunk.hash, chunk.index, 0, buffer(data)]];
+  const size = Math.ceil(data.byteLength / Math.ceil(data.byteLength / PART_BYTES));
+  const rows: unknown[][] = [];
+  for (let offset = 0, part = 1; offset < data.byteLength; offset += size, part += 1) {
+    rows.push([chunk.hash, chunk.index, part, buffer(data.subarray(offset, offset + size))]);
+  }
+  return rows;
+}
+
+/**
+ * A chunk's bytes from its rows, in a query grouped by chunk: part 0 when there is one (a chunk kept
+ * whole, also by an earlier release), else the parts in order.
+ */
+const JOINED_PARTS =
+  `COALESCE((array_agg(c.data) FILTER (WHERE c.part = 0))[1], string_agg(c.data, ''::bytea ORDER BY c.part) FILTER (WHERE c.part > 0))`;
 
 /** The server's clock in ms since the epoch: lease expiry is judged by it, whatever the workers' clocks say. */
 const NOW_MS = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;

@@ -326,3 +326,44 @@ describe("PostgresSaver", () => {
     }
   });
 });
+
+describe("chunk rows", () => {
+  /** Random bytes, so that PostgreSQL cannot compress them away. */
+  const random = (n: number) => Uint8Array.from({ length: n }, () => Math.floor(Math.random() * 256));
+  const toastRows = async (mine: PostgresStore) => {
+    const { rows } = await mine.pool.query<{ toast: string }>(
+      `SELECT t.oid::regclass::text AS toast FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_class t ON t.oid = c.reltoastrelid ` +
+        `WHERE c.relname = 'resumable_chunks' AND n.nspname = $1`,
+      [mine.schema],
+    );
+    return Number((await mine.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${rows[0]!.toast}`)).rows[0]!.n);
+  };
+
+  it("keep a 2 KB piece in the table's own pages, as equal parts under the TOAST threshold, and read it back exactly", async () => {
+    const mine = new PostgresStore(db.pool(), { schema: "chunk_parts" });
+    await mine.setup();
+    const thread = threadId("parts");
+    const pieces = [random(2100), random(700), random(5000)].map((data, i) => ({ hash: `p${i}`, index: 0, data }));
+    await mine.putCheckpoint({ record: record(thread, cid(1)), blobs: [], chunks: pieces });
+    const { rows } = await mine.pool.query<{ hash: string; part: number; n: number }>(
+      `SELECT hash, part, length(data) AS n FROM "chunk_parts".resumable_chunks WHERE thread_id = $1 ORDER BY hash, part`,
+      [thread],
+    );
+    expect(rows.map((r) => `${r.hash}:${r.part}:${r.n}`)).toEqual(["p0:1:1050", "p0:2:1050", "p1:0:700", "p2:1:1667", "p2:2:1667", "p2:3:1666"]);
+    expect(await toastRows(mine)).toBe(0);
+    const back = await mine.getChunks(thread, ["p0", "p1", "p2"]);
+    expect(back.map((c) => [c.hash, c.index, Buffer.from(c.data).toString("hex")])).toEqual(pieces.map((c) => [c.hash, 0, Buffer.from(c.data).toString("hex")]));
+  });
+
+  it("read a chunk kept whole by an earlier release as it was, when the same chunk is sent again in parts", async () => {
+    const mine = new PostgresStore(db.pool(), { schema: "chunk_whole" });
+    await mine.setup();
+    const thread = threadId("whole");
+    const data = random(3000);
+    // What schema version 4 wrote: the whole value in one row (part 0 after migration 5).
+    await mine.pool.query(`INSERT INTO "chunk_whole".resumable_chunks (thread_id, hash, idx, data) VALUES ($1, 'w', 0, $2)`, [thread, Buffer.from(data)]);
+    await mine.putWrites({ threadId: thread, checkpointNs: "", checkpointId: cid(1), writes: [], chunks: [{ hash: "w", index: 0, data }], mode: "ignore" });
+    const [chunk] = await mine.getChunks(thread, ["w"]);
+    expect(Buffer.from(chunk!.data).equals(Buffer.from(data))).toBe(true);
+  });
+});

@@ -44,7 +44,10 @@ const NONE = "0,0,0,0,0,0";
 
 /** Rows of the thread in each table, counted in one statement (one snapshot), and its expiry row. */
 async function rows(store: PostgresStore, thread: string, pool: pg.Pool = admin): Promise<string> {
-  const counts = TABLES.map((t) => `(SELECT count(*) FROM "${store.schema}".${t} WHERE thread_id = $1)::int AS ${t}`);
+  // Chunks count once per chunk, whatever the number of parts (rows) it is stored in.
+  const counts = TABLES.map(
+    (t) => `(SELECT count(${t === "resumable_chunks" ? "DISTINCT (hash, idx)" : "*"}) FROM "${store.schema}".${t} WHERE thread_id = $1)::int AS ${t}`,
+  );
   const { rows: [row] } = await pool.query<Record<string, number>>(`SELECT ${counts.join(", ")}`, [thread]);
   return TABLES.map((t) => row![t]).join(",");
 }
