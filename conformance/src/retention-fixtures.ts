@@ -64,10 +64,10 @@ export function question(i: number): HumanMessage {
   return new HumanMessage({ content: `question ${i}: ${"dolor sit amet ".repeat(30)}`, id: `user-${i}` });
 }
 
-/** Runs turns `from` to `to - 1` of a chat, each as its own run (`metadata.run_id` = `run-<i>`). */
-export async function chatTurns(graph: ChatGraph, threadId: string, from: number, to: number): Promise<void> {
+/** Runs turns `from` to `to - 1` of a chat, each as its own run (`metadata.run_id` = `<runPrefix>-<i>`). */
+export async function chatTurns(graph: ChatGraph, threadId: string, from: number, to: number, runPrefix = "run"): Promise<void> {
   for (let i = from; i < to; i += 1) {
-    await graph.invoke({ messages: [question(i)] }, { configurable: { thread_id: threadId }, metadata: { run_id: `run-${i}` } });
+    await graph.invoke({ messages: [question(i)] }, { configurable: { thread_id: threadId }, metadata: { run_id: `${runPrefix}-${i}` } });
   }
 }
 

@@ -351,18 +351,18 @@ export const retention: Category = {
           const graph = chatGraph(kind, saver);
           const thread = ctx.threadId(kind);
           const twin = ctx.threadId(`${kind}-twin`);
-          await chatTurns(graph, thread, 0, 4);
+          await chatTurns(graph, thread, 0, 4, kind);
           const before = await capture(saver, graph, thread);
           await saver.copyThread(thread, twin);
-          await chatTurns(graph, thread, 4, 6);
-          // Roll the last two runs back; an early run the later ones read from stays for them.
-          const result = await saver.deleteForRuns(["run-4", "run-5", "run-1"]);
+          await chatTurns(graph, thread, 4, 6, kind);
+          // Roll the last two runs back, and an early one, which stays where later states read from it.
+          const result = await saver.deleteForRuns([`${kind}-4`, `${kind}-5`, `${kind}-1`]);
           const after = await capture(saver, graph, thread);
           checkKeptAsBefore(before, after, newestRoots(before, 1), `${kind} thread rolled back`);
           check(result.checkpoints > 0, `${kind} thread: deleteForRuns removed nothing`);
           if (kind === "delta-no-snapshot") check(result.keptForHistory > 0, `${kind} thread: run-1's checkpoints are read by later DeltaChannel states and should stay`);
           const runIds = new Set([...after.values()].map((v) => ((v as { tuple: { metadata: { run_id?: string } } }).tuple.metadata.run_id)));
-          check(!runIds.has("run-4") && !runIds.has("run-5"), `${kind} thread: checkpoints of rolled-back runs remain (runs: ${show([...runIds])})`);
+          check(!runIds.has(`${kind}-4`) && !runIds.has(`${kind}-5`), `${kind} thread: checkpoints of rolled-back runs remain (runs: ${show([...runIds])})`);
           if (saver.tracksStatus) {
             const status = await saver.getThreadStatus(thread);
             checkEqual(status?.checkpointId, newestRoots(before, 1)[0]!.split("\u0000")[1], `${kind} thread: the checkpoint its status describes after the rollback`);

@@ -666,6 +666,10 @@ export class ResumableSaver extends BaseCheckpointSaver {
    */
   private async statusAfterRemoval(threadId: string, records: ThreadRecords, kept: Set<string>): Promise<{ checkpointId: string; write: ThreadStatusWrite } | null | undefined> {
     if (!this.tracksStatus || !this.store.getThreadStatus) return undefined;
+    // A status names the newest root checkpoint put with one: while that stays, nothing to read.
+    let newest: string | undefined;
+    for (const r of records.checkpoints) if (r.checkpointNs === "" && (newest === undefined || r.checkpointId > newest)) newest = r.checkpointId;
+    if (newest === undefined || kept.has(checkpointKey("", newest))) return undefined;
     const current = await this.store.getThreadStatus(threadId);
     if (!current || kept.has(checkpointKey("", current.checkpointId))) return undefined;
     if (!records.checkpoints.some((r) => r.checkpointNs === "" && r.checkpointId === current.checkpointId)) return undefined;
