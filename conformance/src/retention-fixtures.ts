@@ -9,7 +9,7 @@
 import { AIMessage, HumanMessage, isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { Annotation, DeltaChannel, END, MessagesAnnotation, START, StateGraph, messagesDeltaReducer } from "@langchain/langgraph";
-import type { BaseCheckpointSaver, CheckpointTuple } from "@langchain/langgraph-checkpoint";
+import { isDeltaSnapshot, type BaseCheckpointSaver, type CheckpointTuple } from "@langchain/langgraph-checkpoint";
 
 /**
  * The state kinds retention must keep whole: `plain` (a `MessagesAnnotation` list), `delta` (a
@@ -59,6 +59,26 @@ export function chatGraph(kind: ChatKind, saver: BaseCheckpointSaver): ChatGraph
     .compile({ checkpointer: saver }) as unknown as ChatGraph;
 }
 
+/**
+ * One graph with every storage form retention must respect at once: `messages` (a plain list, stored
+ * as delta chains with shared pieces) and `notes` (a `DeltaChannel` that snapshots every second
+ * update, rebuilt from its ancestors' writes in between). The crash sweep prunes and copies its threads.
+ */
+export function mixedChatGraph(saver: BaseCheckpointSaver): ChatGraph {
+  const State = Annotation.Root({
+    ...MessagesAnnotation.spec,
+    notes: () => new DeltaChannel<BaseMessage[], unknown>(messagesDeltaReducer as (state: BaseMessage[], writes: unknown[]) => BaseMessage[], { snapshotFrequency: 2 }),
+  });
+  return new StateGraph(State)
+    .addNode("assistant", (state: { messages: BaseMessage[] }) => ({
+      messages: [answer(state.messages.length, "ai")],
+      notes: [new AIMessage({ content: `note ${state.messages.length}`, id: `note-${state.messages.length}` })],
+    }))
+    .addEdge(START, "assistant")
+    .addEdge("assistant", END)
+    .compile({ checkpointer: saver }) as unknown as ChatGraph;
+}
+
 /** The i-th user message; long enough to be stored as a shared piece. */
 export function question(i: number): HumanMessage {
   return new HumanMessage({ content: `question ${i}: ${"dolor sit amet ".repeat(30)}`, id: `user-${i}` });
@@ -76,11 +96,16 @@ function messageOf(value: unknown): unknown {
   return isBaseMessage(value) ? { class: value.constructor?.name, id: value.id, content: value.content } : value;
 }
 
-/** A state's values with messages reduced to what identifies them, for comparisons and messages. */
+/** A channel value with messages reduced to what identifies them (inside a `DeltaSnapshot` too). */
+function valueOf(value: unknown): unknown {
+  if (isDeltaSnapshot(value)) return { snapshot: valueOf((value as { value: unknown }).value) };
+  return Array.isArray(value) ? value.map(messageOf) : messageOf(value);
+}
+
+/** A state's values (or channel values) with messages reduced to what identifies them, for comparisons. */
 export function messageView(values: unknown): unknown {
-  const v = values as { messages?: BaseMessage[] };
-  if (!Array.isArray(v?.messages)) return values;
-  return { ...v, messages: v.messages.map(messageOf) };
+  if (values === null || typeof values !== "object" || Array.isArray(values)) return values;
+  return Object.fromEntries(Object.entries(values).map(([key, value]) => [key, valueOf(value)]));
 }
 
 /** A tuple as a user reads it through `getTuple` and `list`: everything but object identity. */
@@ -92,7 +117,7 @@ export function tupleView(tuple: CheckpointTuple): unknown {
     parent: tuple.parentConfig?.configurable?.checkpoint_id,
     checkpoint: { ...tuple.checkpoint, channel_values: messageView(tuple.checkpoint.channel_values) },
     metadata: tuple.metadata,
-    writes: tuple.pendingWrites?.map(([task, channel, value]) => [task, channel, Array.isArray(value) ? value.map(messageOf) : messageOf(value)]),
+    writes: tuple.pendingWrites?.map(([task, channel, value]) => [task, channel, valueOf(value)]),
   };
 }
 
