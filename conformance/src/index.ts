@@ -30,6 +30,7 @@ export {
   chatTurns,
   everyTuple,
   messageView,
+  mixedChatGraph,
   question,
   stateAt,
   tupleView,
