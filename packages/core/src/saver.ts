@@ -587,10 +587,15 @@ export class ResumableSaver extends BaseCheckpointSaver {
     this.retentionMethods("deleteForRuns()");
     const runs = new Set(runIds);
     const threads = new Set<string>();
-    for (const runId of runs) {
-      const native = this.capabilities.nativeMetadataFilter;
-      for await (const stored of this.store.listCheckpoints(native ? { filter: { run_id: runId } } : {})) {
-        if (ownValue(stored.record.metadataJson, "run_id") === runId) threads.add(stored.record.threadId);
+    const named = (metadata: Record<string, unknown>) => {
+      const runId = ownValue(metadata, "run_id");
+      return typeof runId === "string" && runs.has(runId);
+    };
+    // One filtered query per run where the store filters natively; otherwise one scan for all of them.
+    const queries = this.capabilities.nativeMetadataFilter ? [...runs].map((runId) => ({ filter: { run_id: runId } })) : runs.size > 0 ? [{}] : [];
+    for (const query of queries) {
+      for await (const stored of this.store.listCheckpoints(query)) {
+        if (named(stored.record.metadataJson)) threads.add(stored.record.threadId);
       }
     }
     const ids = [...threads].sort();
@@ -601,10 +606,7 @@ export class ResumableSaver extends BaseCheckpointSaver {
         total,
         await this.retain(threadId, "deleteForRuns()", (records) => {
           const keep = new Set<string>();
-          for (const record of records.checkpoints) {
-            const runId = ownValue(record.metadataJson, "run_id");
-            if (!(typeof runId === "string" && runs.has(runId))) keep.add(checkpointKey(record.checkpointNs, record.checkpointId));
-          }
+          for (const record of records.checkpoints) if (!named(record.metadataJson)) keep.add(checkpointKey(record.checkpointNs, record.checkpointId));
           return keep;
         }),
       );
