@@ -367,6 +367,12 @@ export const retention: Category = {
             const status = await saver.getThreadStatus(thread);
             checkEqual(status?.checkpointId, newestRoots(before, 1)[0]!.split("\u0000")[1], `${kind} thread: the checkpoint its status describes after the rollback`);
             checkEqual(status?.state, "done", `${kind} thread: its state after the rollback`);
+            const listed = (await saver.listThreads({ limit: 1000 })).threads.filter((t) => t.threadId === thread);
+            checkEqual(
+              listed.map((t) => [t.state, t.checkpointId]),
+              [[status?.state, status?.checkpointId]],
+              `${kind} thread: its entries in listThreads() after the rollback`,
+            );
           }
           const a = await graph.invoke({ messages: [question(9)] }, { configurable: { thread_id: thread } });
           const b = await graph.invoke({ messages: [question(9)] }, { configurable: { thread_id: twin } });
