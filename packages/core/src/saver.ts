@@ -701,12 +701,15 @@ export class ResumableSaver extends BaseCheckpointSaver {
   /** Every thread the store's status index lists, for a prune of every thread. */
   private async everyThread(): Promise<string[]> {
     const list = this.store.listThreads?.bind(this.store);
-    if (!this.capabilities.threadStatus || !list) {
+    // A saver that does not keep statuses (the option off) may see an index missing its threads: refuse
+    // rather than prune some threads and silently skip others.
+    if (!this.tracksStatus || !list) {
+      const name = this.store.constructor?.name ?? "the store";
       throw new CapabilityMissingError(
-        this.store.constructor?.name ?? "the store",
+        this.capabilities.threadStatus ? `${name} through a saver created with { threadStatus: false }` : name,
         "threadStatus",
         "prune() without thread ids",
-        "the threads to prune are found through the store's thread index; pass the thread ids instead",
+        "the threads to prune are found through the thread index that a saver with thread status keeps; pass the thread ids instead",
       );
     }
     const ids: string[] = [];

@@ -1,9 +1,10 @@
+import type { RunnableConfig } from "@langchain/core/runnables";
 import { TASKS, emptyCheckpoint, uuid6, type Checkpoint } from "@langchain/langgraph-checkpoint";
 import { describe, expect, it } from "vitest";
 
 import { CapabilityMissingError, MemoryStore, ResumableSaver, type CheckpointStore } from "../src/index.js";
 
-const thread = (id: string) => ({ configurable: { thread_id: id, checkpoint_ns: "" } });
+const thread = (id: string): RunnableConfig => ({ configurable: { thread_id: id, checkpoint_ns: "" } });
 
 function checkpoint(fields: Partial<Checkpoint> = {}): Checkpoint {
   return { ...emptyCheckpoint(), id: uuid6(0), ...fields };
@@ -44,6 +45,20 @@ describe("prune", () => {
     expect(await listed()).toEqual(ids.slice(2));
     await saver.prune(["t"], { olderThan: Date.UTC(2027, 0, 1) });
     expect(await listed()).toEqual(ids.slice(4));
+  });
+
+  it("without thread ids prunes every thread the status index lists, and needs one", async () => {
+    const saver = new ResumableSaver(new MemoryStore());
+    for (const id of ["a", "b"]) {
+      let config = thread(id);
+      for (let step = 0; step < 3; step += 1) config = await saver.put(config, checkpoint({ ts: new Date(Date.UTC(2026, 0, 1 + step)).toISOString() }), { source: "loop", step, parents: {} }, {});
+    }
+    const result = await saver.prune({ olderThan: Date.UTC(2030, 0, 1) });
+    expect(result).toMatchObject({ threads: 2, checkpoints: 4 });
+    const noIndex = new ResumableSaver(new MemoryStore(), { threadStatus: false });
+    const error = await noIndex.prune({ keepLast: 1 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CapabilityMissingError);
+    expect((error as Error).message).toMatch(/prune\(\) without thread ids needs a store with capabilities\.threadStatus.*pass the thread ids instead/);
   });
 
   it("is refused on a store without capabilities.retention, saying why, and nothing is removed", async () => {
