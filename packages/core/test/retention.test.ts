@@ -61,6 +61,34 @@ describe("prune", () => {
     expect((error as Error).message).toMatch(/prune\(\) without thread ids needs a store with capabilities\.threadStatus.*pass the thread ids instead/);
   });
 
+  it("waits for this saver's writes to the thread in flight before it lists the thread", async () => {
+    const inner = new MemoryStore();
+    const calls: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const store: CheckpointStore = Object.assign(Object.create(inner) as CheckpointStore, {
+      putWrites: async (request: Parameters<CheckpointStore["putWrites"]>[0]) => {
+        await gate;
+        await inner.putWrites(request);
+        calls.push("putWrites landed");
+      },
+      listThreadRecords: async (threadId: string) => {
+        calls.push("listThreadRecords");
+        return inner.listThreadRecords(threadId);
+      },
+    });
+    const saver = new ResumableSaver(store);
+    let config = thread("t");
+    for (let step = 0; step < 3; step += 1) config = await saver.put(config, checkpoint(), { source: "loop", step, parents: {} }, {});
+    const writing = saver.putWrites(config, [["x", "y".repeat(600)]], "task-1");
+    const pruning = saver.prune(["t"], { keepLast: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(calls).toEqual([]);
+    release();
+    await Promise.all([writing, pruning]);
+    expect(calls).toEqual(["putWrites landed", "listThreadRecords"]);
+  });
+
   it("is refused on a store without capabilities.retention, saying why, and nothing is removed", async () => {
     const inner = new MemoryStore();
     const store: CheckpointStore = Object.assign(Object.create(inner) as CheckpointStore, { capabilities: { ...inner.capabilities, retention: false } });
