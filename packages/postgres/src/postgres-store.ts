@@ -734,7 +734,8 @@ export class PostgresStore implements CheckpointStore {
         `jsonb_build_array(checkpoint_ns, checkpoint_id, task_id, idx, channel, refs, value_chunk ->> 'hash', octet_length(value_data)) ` +
         `FROM ${writes} WHERE thread_id = $1${live} ` +
         `UNION ALL SELECT 'p', 0, thread_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ` +
-        `jsonb_build_array(hash, idx, octet_length(data)) FROM ${chunks} WHERE thread_id = $1${live}`,
+        // One entry per (hash, index), however many rows a chunk is stored in.
+        `jsonb_build_array(hash, idx, sum(octet_length(data))) FROM ${chunks} WHERE thread_id = $1${live} GROUP BY thread_id, hash, idx`,
       [threadId],
     );
     const out: ThreadRecords = { checkpoints: [], blobs: [], writes: [], chunks: [] };

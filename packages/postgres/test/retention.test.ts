@@ -28,12 +28,11 @@ type Rows = { checkpoints: number; writes: number; blobs: number; chunks: number
 async function rows(store: PostgresStore, threadId: string): Promise<Rows> {
   const count = async (table: string) =>
     Number((await pool.query<{ n: string }>(`SELECT count(*) AS n FROM "${store.schema}".resumable_${table} WHERE thread_id = $1`, [threadId])).rows[0]!.n);
-  return {
-    checkpoints: await count("checkpoints"),
-    writes: await count("writes"),
-    blobs: await count("blobs"),
-    chunks: await count("chunks"),
-  };
+  const chunks = Number(
+    (await pool.query<{ n: string }>(`SELECT count(*) AS n FROM (SELECT DISTINCT hash, idx FROM "${store.schema}".resumable_chunks WHERE thread_id = $1) AS c`, [threadId])).rows[0]!.n,
+  );
+  // Chunks as (hash, index) pairs: a chunk may be stored in several rows.
+  return { checkpoints: await count("checkpoints"), writes: await count("writes"), blobs: await count("blobs"), chunks };
 }
 
 function minus(before: Rows, removed: RetentionResult): Rows {
