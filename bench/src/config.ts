@@ -30,6 +30,11 @@ export interface BenchConfig {
   growthBudgetSec: number;
   /** Extra sample points for the growth curves (thread lengths), merged with {@link growthTurns}. */
   curveTurns: number[];
+  /**
+   * After the longest growth thread of each kind is written, Resumable's savers prune it to its newest
+   * this many checkpoints and the bytes are measured again (default 10).
+   */
+  pruneKeepLast?: number;
   /** Thread depths at which `getState` is measured on the `DeltaChannel` thread. */
   readDepths: number[];
   readReps: number;
@@ -56,6 +61,7 @@ export function quickConfig(name: string): BenchConfig {
     plainMaxTurns: 50,
     growthBudgetSec: 600,
     curveTurns: [10, 25],
+    pruneKeepLast: 10,
     readDepths: [50],
     readReps: 7,
     latency: { stateBytes: [1024, 100 * 1024], modes: ["exit", "async", "sync"], warmup: 2, reps: 5, floorOps: 50 },
@@ -75,6 +81,7 @@ export function fullConfig(name: string): BenchConfig {
     plainMaxTurns: 1000,
     growthBudgetSec: 240,
     curveTurns: [10, 25, 100, 150, 400, 700],
+    pruneKeepLast: 10,
     readDepths: [50, 200, 1000],
     readReps: 7,
     latency: { stateBytes: [1024, 100 * 1024], modes: ["exit", "async", "sync"], warmup: 2, reps: 11, floorOps: 100 },

@@ -125,6 +125,42 @@ export function renderReport(results: BenchResults, charts: { growth?: string; l
     out.push("");
   }
 
+  const pruned = results.prune ?? [];
+  if (pruned.length > 0) {
+    const keepLast = pruned[0]!.keepLast;
+    out.push(`## Retention: bytes before and after \`prune({ keepLast: ${keepLast} })\``);
+    out.push("");
+    out.push(
+      `The longest growth thread of each kind, pruned to its newest ${keepLast} root checkpoints by the savers that can prune ` +
+        "(ours, on a store with `capabilities.retention`). A prune keeps what those checkpoints read: the messages of the " +
+        "list they hold (every message of the thread, stored once), and for a `DeltaChannel` without a snapshot in them, the " +
+        "ancestors back to the nearest snapshot: with no snapshot in the thread, that is all of it. *Messages* is what " +
+        "`getState` returned before and after. Physical bytes: SQLite keeps freed pages in the file for reuse (`VACUUM` " +
+        "returns them), PostgreSQL after a plain `VACUUM` keeps most of them too.",
+    );
+    out.push("");
+    out.push(
+      table(
+        ["Saver", "State", "Turns", "Logical before", "Logical after", "After ÷ before", "Physical before", "Physical after", "Checkpoints removed", "Kept for history", "Messages", "ms"],
+        pruned.map((p) => [
+          label(p.backend),
+          STATE_LABEL[p.state],
+          String(p.turns),
+          formatBytes(p.before.logicalBytes),
+          formatBytes(p.after.logicalBytes),
+          ratio(p.after.logicalBytes / p.before.logicalBytes),
+          formatBytes(p.before.physicalBytes),
+          formatBytes(p.after.physicalBytes),
+          String(p.removed.checkpoints),
+          String(p.removed.keptForHistory),
+          p.messagesBefore === p.messagesAfter ? String(p.messagesAfter) : `${p.messagesBefore} → ${p.messagesAfter}`,
+          ms(p.ms),
+        ]),
+      ),
+    );
+    out.push("");
+  }
+
   if (results.reads.length > 0) {
     out.push("## Reads: `getState` on a `DeltaChannel` thread");
     out.push("");

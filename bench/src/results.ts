@@ -73,6 +73,26 @@ export interface OpsPoint {
   valueBytes: number;
 }
 
+/**
+ * Bytes of a growth thread before and after `prune({ keepLast })`, for savers that can prune
+ * (Resumable's, on a store with `capabilities.retention`).
+ */
+export interface PrunePoint {
+  backend: string;
+  state: StateKind;
+  turns: number;
+  keepLast: number;
+  before: { logicalBytes: number; physicalBytes: number | null };
+  after: { logicalBytes: number; physicalBytes: number | null };
+  /** What prune reported: records removed, and checkpoints kept because kept ones read them. */
+  removed: { checkpoints: number; writes: number; blobs: number; chunks: number; bytes: number; keptForHistory: number };
+  /** Wall time of the prune, ms. */
+  ms: number;
+  /** Messages `getState` returned before and after (equal when the thread was kept whole). */
+  messagesBefore: number;
+  messagesAfter: number;
+}
+
 /** A target from the issue, against the measured figure. */
 export interface TargetCheck {
   target: string;
@@ -91,6 +111,8 @@ export interface BenchResults {
   machine: Record<string, string>;
   backends: BackendResult[];
   growth: GrowthPoint[];
+  /** Bytes before and after a prune of the longest growth thread of each kind (absent in runs before it existed). */
+  prune?: PrunePoint[];
   reads: ReadPoint[];
   latency: LatencyPoint[];
   ops: OpsPoint[];

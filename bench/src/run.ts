@@ -187,6 +187,7 @@ export async function runBenchmark(config: BenchConfig, options: { onProgress?: 
       machine: machineInfo(),
       backends: backendResults,
       growth: [],
+      prune: [],
       reads: [],
       latency: [],
       ops: [],
@@ -212,6 +213,7 @@ export async function runBenchmark(config: BenchConfig, options: { onProgress?: 
             }
           } else {
             results.growth.push(...out.growth);
+            results.prune?.push(...out.prune);
             results.reads.push(...out.reads);
             results.notes.push(...out.notes);
           }

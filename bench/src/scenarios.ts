@@ -8,7 +8,8 @@ import type { BackendInstance, BackendSpec, BenchContext } from "./backends.js";
 import type { BenchConfig, Durability } from "./config.js";
 import { CHAIN_LENGTH, STATE_LABEL, chainGraph, chatGraph, conversationGraph, userMessage, type StateKind } from "./graphs.js";
 import { chatTurns, createRng, randomText, type Turn } from "./payload.js";
-import type { GrowthPoint, LatencyPoint, OpsPoint, ReadPoint } from "./results.js";
+import { ResumableSaver } from "@resumable/core";
+import type { GrowthPoint, LatencyPoint, OpsPoint, PrunePoint, ReadPoint } from "./results.js";
 import { medianTime, nowMs, summarize } from "./stats.js";
 
 /** Reports what is running now. */
@@ -52,7 +53,7 @@ export async function runGrowth(
   config: BenchConfig,
   state: StateKind,
   progress: Progress,
-): Promise<{ growth: GrowthPoint[]; reads: ReadPoint[]; notes: string[] }> {
+): Promise<{ growth: GrowthPoint[]; reads: ReadPoint[]; prune: PrunePoint[]; notes: string[] }> {
   const reported = sortedUnique(config.growthTurns);
   const maxTurns = state === "plain" ? Math.min(config.plainMaxTurns, reported[reported.length - 1]!) : reported[reported.length - 1]!;
   const samples = sortedUnique([...config.growthTurns, ...config.curveTurns]).filter((t) => t <= maxTurns);
@@ -62,6 +63,7 @@ export async function runGrowth(
   const instance = await spec.open(ctx, `growth_${spec.id}_${state}`);
   const growth: GrowthPoint[] = [];
   const reads: ReadPoint[] = [];
+  const prune: PrunePoint[] = [];
   const notes: string[] = [];
   const threadStart = nowMs();
   try {
@@ -110,6 +112,11 @@ export async function runGrowth(
         reads.push({ state, ...(await measureRead(spec.id, instance, state === "delta-nosnap" ? conversation : graph, threadId, sample, config.readReps)) });
       }
     }
+    const last = growth[growth.length - 1];
+    if (last && config.pruneKeepLast && canPrune(instance.saver)) {
+      progress(`prune({ keepLast: ${config.pruneKeepLast} }) at ${last.turns} turns`);
+      prune.push(await measurePrune(spec.id, instance, state === "delta-nosnap" ? conversation : graph, threadId, state, last, config.pruneKeepLast));
+    }
     if (state === "plain") {
       for (const target of reported.filter((t) => !growth.some((g) => g.turns === t))) {
         const measured = growth.filter((g) => g.turns >= 10);
@@ -130,7 +137,48 @@ export async function runGrowth(
   } finally {
     await instance.close();
   }
-  return { growth, reads, notes };
+  return { growth, reads, prune, notes };
+}
+
+/** Whether a saver can prune: one of ours, on a store that lists and removes a thread's records. */
+function canPrune(saver: unknown): saver is ResumableSaver {
+  return saver instanceof ResumableSaver && saver.capabilities.retention;
+}
+
+/**
+ * Prunes the growth thread to its newest `keepLast` checkpoints and measures the bytes again, with the
+ * message count `getState` returns before and after (equal: the thread's state is kept whole).
+ */
+async function measurePrune(
+  backend: string,
+  instance: BackendInstance,
+  graph: { getState(config: { configurable: Record<string, unknown> }): Promise<{ values: unknown }> },
+  threadId: string,
+  state: StateKind,
+  before: GrowthPoint,
+  keepLast: number,
+): Promise<PrunePoint> {
+  const saver = instance.saver as ResumableSaver;
+  const config = { configurable: { thread_id: threadId } };
+  const count = async () => ((await graph.getState(config)).values as { messages?: unknown[] }).messages?.length ?? 0;
+  const messagesBefore = await count();
+  const start = nowMs();
+  const removed = await saver.prune([threadId], { keepLast });
+  const ms = nowMs() - start;
+  const bytes = await instance.measureBytes();
+  const { threads: _threads, ...counts } = removed;
+  return {
+    backend,
+    state,
+    turns: before.turns,
+    keepLast,
+    before: { logicalBytes: before.logicalBytes, physicalBytes: before.physicalBytes },
+    after: { logicalBytes: bytes.logical, physicalBytes: bytes.physical },
+    removed: counts,
+    ms,
+    messagesBefore,
+    messagesAfter: await count(),
+  };
 }
 
 async function measureRead(

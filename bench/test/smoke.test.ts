@@ -16,6 +16,7 @@ function tinyConfig(): BenchConfig {
   config.curveTurns = [2];
   config.plainMaxTurns = 4;
   config.readDepths = [4];
+  config.pruneKeepLast = 3;
   config.readReps = 2;
   config.latency = { stateBytes: [1024], modes: ["exit", "async", "sync"], warmup: 1, reps: 2, floorOps: 5 };
   config.ops = { count: 10, reps: 1, valueBytes: 256 };
@@ -92,6 +93,30 @@ describe("pnpm bench at tiny sizes", () => {
       }
     }
     expect(results.reads.find((r) => r.backend === "langchain-memory")?.roundTrips).toBeNull();
+  });
+
+  it("prunes the longest thread of each kind on our savers: fewer bytes where no DeltaChannel needs the history, the state kept whole", () => {
+    for (const id of ["resumable-memory", "resumable-sqlite"]) {
+      for (const state of ["plain", "delta", "delta-nosnap"] as const) {
+        const point = results.prune?.find((p) => p.backend === id && p.state === state);
+        expect(point, `${id} ${state}`).toBeDefined();
+        expect(point!.keepLast).toBe(3);
+        expect(point!.messagesAfter, `${id} ${state}: messages getState returns after the prune`).toBe(point!.messagesBefore);
+        expect(point!.messagesBefore).toBe(2 * point!.turns);
+        if (state !== "plain") {
+          // No snapshot in these few turns (the default cadence snapshots every 100 updates): every
+          // checkpoint is history the newest ones replay, and stays.
+          expect(point!.removed.checkpoints, `${id} ${state}`).toBe(0);
+          expect(point!.removed.keptForHistory, `${id} ${state}`).toBeGreaterThan(0);
+          expect(point!.after.logicalBytes).toBe(point!.before.logicalBytes);
+        } else {
+          expect(point!.removed.checkpoints, `${id} ${state}`).toBeGreaterThan(0);
+          expect(point!.after.logicalBytes, `${id} ${state}`).toBeLessThan(point!.before.logicalBytes);
+        }
+      }
+    }
+    expect(results.prune?.some((p) => p.backend.startsWith("langchain"))).toBe(false);
+    expect(readFileSync(files.markdown, "utf8")).toMatch(/## Retention: bytes before and after `prune\(\{ keepLast: 3 \}\)`/);
   });
 
   it("reports step latency, the saver's share and the floor for every mode", () => {

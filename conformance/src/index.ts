@@ -24,6 +24,19 @@ export { formatReport } from "./report.js";
 export type { SectionRunner } from "./sections.js";
 export { InvalidSubjectError, SubjectPool, isCheckpointSaver, isCheckpointStore, probeSubject, toTarget } from "./subject.js";
 export { ConformanceFailure } from "./helpers.js";
+export {
+  CHAT_KINDS,
+  chatGraph,
+  chatTurns,
+  everyTuple,
+  messageView,
+  mixedChatGraph,
+  question,
+  stateAt,
+  tupleView,
+  type ChatGraph,
+  type ChatKind,
+} from "./retention-fixtures.js";
 export * from "./crash/index.js";
 export * from "./chaos/index.js";
 export { crashReportSection, crashSection, type CrashSectionOptions } from "./crash-section.js";

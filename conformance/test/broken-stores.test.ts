@@ -5,6 +5,7 @@ import { MemorySaver } from "@langchain/langgraph-checkpoint";
 import {
   MemoryStore,
   type CheckpointStore,
+  type DeleteRecordsRequest,
   type LeaseClaim,
   type ListThreadsQuery,
   type PatchThreadStatusRequest,
@@ -29,6 +30,7 @@ import {
   metadataFilter,
   parallelWrites,
   probeSubject,
+  retention,
   runCategory,
   serialization,
   threadListing,
@@ -67,6 +69,8 @@ function brokenStore(
       getThreadStatus: (t) => inner.getThreadStatus(t),
       listThreads: (q) => inner.listThreads(q),
       patchThreadStatus: (r) => inner.patchThreadStatus(r),
+      listThreadRecords: (t) => inner.listThreadRecords(t),
+      deleteRecords: (r) => inner.deleteRecords(r),
       ...replaced,
     };
     return store;
@@ -132,6 +136,44 @@ describe("each category fails on a store that breaks its rule", () => {
         };
       }),
       /concurrent tasks/,
+    );
+  });
+
+  it("retention: the store's listing leaves out blobs' delta bases, so prune removes chains kept checkpoints read", async () => {
+    await expectFails(
+      retention,
+      brokenStore((inner) => ({
+        async listThreadRecords(threadId: string) {
+          const records = await inner.listThreadRecords(threadId);
+          return { ...records, blobs: records.blobs.map(({ baseVersion: _base, ...blob }) => blob) };
+        },
+      })),
+      /reads back exactly as before/,
+    );
+  });
+
+  it("retention: deleteRecords leaves the pending writes of removed checkpoints behind", async () => {
+    await expectFails(
+      retention,
+      brokenStore((inner) => ({
+        async deleteRecords(request: DeleteRecordsRequest) {
+          // Removes the records only: as if the writes were keyed apart and forgotten.
+          const records = await inner.listThreadRecords(request.threadId);
+          const writes = records.writes.filter((w) => request.checkpoints.some((c) => c.checkpointNs === w.checkpointNs && c.checkpointId === w.checkpointId));
+          const kept = await Promise.all(
+            [...new Set(writes.map((w) => `${w.checkpointNs}\u0000${w.checkpointId}`))].map(async (key) => {
+              const [checkpointNs, checkpointId] = key.split("\u0000") as [string, string];
+              const stored = await collect(inner.listCheckpoints({ threadId: request.threadId, checkpointNs, checkpointId }));
+              return { checkpointNs, checkpointId, writes: stored[0]?.writes ?? [] };
+            }),
+          );
+          await inner.deleteRecords(request);
+          for (const { checkpointNs, checkpointId, writes: list } of kept) {
+            if (list.length > 0) await inner.putWrites({ threadId: request.threadId, checkpointNs, checkpointId, writes: list, chunks: [], mode: "ignore" });
+          }
+        },
+      })),
+      /record counts and bytes|orphans/,
     );
   });
 

@@ -16,6 +16,7 @@ import { forks, leases } from "./leases.js";
 import { listPaging } from "./list-paging.js";
 import { metadataFilter } from "./metadata-filter.js";
 import { parallelWrites } from "./parallel-writes.js";
+import { retention } from "./retention.js";
 import { serialization } from "./serialization.js";
 import { storeRecords } from "./store-records.js";
 import { threadListing } from "./thread-listing.js";
@@ -36,6 +37,7 @@ export {
   listPaging,
   metadataFilter,
   parallelWrites,
+  retention,
   serialization,
   storeRecords,
   threadListing,
@@ -51,6 +53,7 @@ export const CATEGORIES: readonly Category[] = Object.freeze([
   parallelWrites,
   deleteThread,
   copyThread,
+  retention,
   listPaging,
   metadataFilter,
   serialization,

@@ -9,3 +9,5 @@ export { formatCrashReport, writeCrashReport } from "./report.js";
 export { CRASH_GRAPHS, type CrashGraph, type NodeEffects } from "./graphs.js";
 export type { CrashStoreFactory, CrashTarget } from "./child.js";
 export type { Durability, KillPoint, CommandCounting } from "./protocol.js";
+export { runRetentionCrashSweep, type RetentionCrashOptions, type RetentionCrashReport, type RetentionKillPoint } from "./retention-sweep.js";
+export type { RetentionOperation } from "./retention-child.js";

@@ -8,9 +8,20 @@ import { spawn, type ChildProcess } from "node:child_process";
 import type { ChildMessage, ChildReady, JobRequest, JobResult } from "./protocol.js";
 
 /** How a job ended: with a result, or with the process dead. */
-export type JobOutcome =
-  | { kind: "result"; result: JobResult; pid: number }
+export type JobOutcome<Result = JobResult> =
+  | { kind: "result"; result: Result; pid: number }
   | { kind: "died"; signal: NodeJS.Signals | null; code: number | null; stderr: string; pid: number };
+
+/** What a job message needs: an id its result answers with (the retention sweep sends its own jobs). */
+interface AnyJob {
+  id: number;
+}
+
+/** What a result message needs. */
+interface AnyResult {
+  type: "result";
+  id: number;
+}
 
 /** Thrown when the child could not load the factory. */
 export class CrashChildError extends Error {}
@@ -21,7 +32,7 @@ class Child {
   private stderr = "";
   private exited: { signal: NodeJS.Signals | null; code: number | null } | undefined;
   private readonly waiters = new Set<() => void>();
-  private result: ((message: JobResult) => void) | undefined;
+  private result: ((message: AnyResult) => void) | undefined;
 
   constructor(args: string[], env: NodeJS.ProcessEnv) {
     this.process = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe", "ipc"], env });
@@ -29,7 +40,7 @@ class Child {
       this.stderr = (this.stderr + chunk.toString()).slice(-4000);
     });
     this.ready = new Promise<ChildReady>((resolve, reject) => {
-      this.process.on("message", (message: ChildMessage) => {
+      this.process.on("message", (message: ChildMessage | AnyResult) => {
         if (message.type === "ready") resolve(message);
         else if (message.type === "failed") reject(new CrashChildError(message.error));
         else if (message.type === "result") this.result?.(message);
@@ -51,9 +62,9 @@ class Child {
     return this.exited === undefined;
   }
 
-  run(job: JobRequest, timeoutMs: number): Promise<JobOutcome> {
-    return new Promise<JobOutcome>((resolve) => {
-      const done = (outcome: JobOutcome) => {
+  run<Job extends AnyJob = JobRequest, Result extends AnyResult = JobResult>(job: Job, timeoutMs: number): Promise<JobOutcome<Result>> {
+    return new Promise<JobOutcome<Result>>((resolve) => {
+      const done = (outcome: JobOutcome<Result>) => {
         clearTimeout(timer);
         this.waiters.delete(onExit);
         this.result = undefined;
@@ -65,7 +76,7 @@ class Child {
         this.process.kill("SIGKILL");
       }, timeoutMs);
       this.result = (result) => {
-        if (result.id === job.id) done({ kind: "result", result, pid: this.pid });
+        if (result.id === job.id) done({ kind: "result", result: result as Result, pid: this.pid });
       };
       this.waiters.add(onExit);
       if (!this.alive) onExit();

@@ -4,10 +4,11 @@
  * record. Nothing is deserialized, so a copy holds exactly the bytes of the original and reads back
  * exactly as it does, whatever storage form each value has.
  *
- * Checkpoints are copied oldest first (ids ascending across namespaces), each with every blob and
- * chunk it reads, before its writes: at any moment the target holds a prefix of the source in which
- * every checkpoint is whole and has its ancestors, so a copy cut short by a crash is readable as far
- * as it got, and running the copy again completes it (every insert is idempotent).
+ * Checkpoints are copied oldest first (ids ascending across namespaces), each after its pending
+ * writes (invisible until their checkpoint lands) and with every blob and chunk it reads: at any moment
+ * the target holds a prefix of the source in which every checkpoint is whole, writes included, and has
+ * its ancestors, so a copy cut short by a crash is readable as far as it got, and running the copy
+ * again completes it (every insert is idempotent).
  *
  * Every blob is written by the put of a checkpoint whose channel versions name it, and the base of a
  * delta is always an older blob of the same lineage, so copying each checkpoint's own blobs, oldest
@@ -83,7 +84,7 @@ export async function copyThreadRecords(
     const stored = await store.getCheckpoint({ threadId: from, ...position });
     if (!stored) continue; // deleted from the source while copying
     const already = done.has(keyOf(position));
-    // An interrupted copy may have stopped between a checkpoint and its writes: rewrite both.
+    // An interrupted copy may have stopped between a checkpoint's writes and the checkpoint: rewrite both.
     const blobs = stored.blobs.filter((b) => {
       const key = `${position.checkpointNs}\u0000${b.channel}\u0000${b.version}`;
       if (sentBlobs.has(key)) return false;
@@ -93,6 +94,10 @@ export async function copyThreadRecords(
     const values: SerializedValue[] = [stored.record.checkpoint, stored.record.metadata, ...blobs.map((b) => b.value)];
     const chunks = await chunksOf(store, from, stored, values, sentChunks);
     const rootStatus = position.checkpointNs === "" && status ? await statusOf(position.checkpointId, latestRoot, status) : undefined;
+    // Writes first: until its checkpoint lands they are invisible, so the checkpoint never shows
+    // without them (a copy killed between the two would otherwise leave its newest checkpoint without
+    // its pending writes; the retention crash sweep found it).
+    result.writes += await copyWrites(store, from, to, position, stored, sentChunks);
     await store.putCheckpoint({
       record: { ...stored.record, threadId: to },
       blobs: blobs.map((b): BlobRecord => ({ ...b })),
@@ -102,7 +107,6 @@ export async function copyThreadRecords(
     if (rootStatus && position.checkpointId === latestRoot && status?.source?.state === "dead" && store.patchThreadStatus) {
       await store.patchThreadStatus({ threadId: to, patch: { checkpointId: position.checkpointId, state: "dead", updatedAt: rootStatus.updatedAt } });
     }
-    result.writes += await copyWrites(store, from, to, position, stored, sentChunks);
     if (already) result.alreadyCopied += 1;
     else result.checkpoints += 1;
   }

@@ -194,10 +194,10 @@ export class LeaseLostError extends ResumableError {
 export class CapabilityMissingError extends ResumableError {
   /** The missing capability, e.g. `"leases"`. */
   readonly capability: string;
-  constructor(store: string, capability: string, operation: string) {
+  constructor(store: string, capability: string, operation: string, why?: string) {
     super(
       "CAPABILITY_MISSING",
-      `${operation} needs a store with capabilities.${capability}, and ${store} does not declare it. ` +
+      `${operation} needs a store with capabilities.${capability}, and ${store} does not declare it${why ? ` (${why})` : ""}. ` +
         `Use a backend that supports it (MemoryStore, SqliteStore and PostgresStore do), or leave the feature off.`,
     );
     this.capability = capability;

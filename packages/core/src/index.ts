@@ -10,6 +10,7 @@ export {
   ResumableSaver,
   sortWrites,
   type ClaimLeaseOptions,
+  type PruneOptions,
   type ResumableSaverOptions,
   type ThreadStatusUpdate,
   type WithLeaseOptions,
@@ -33,6 +34,15 @@ export {
 } from "./thread-status.js";
 export { MemoryStore, type MemoryStoreOptions } from "./memory-store.js";
 export type { CopyThreadResult } from "./copy-thread.js";
+export {
+  checkpointKey,
+  planRetention,
+  selectForPrune,
+  type CheckpointFacts,
+  type PruneSelection,
+  type RetentionPlan,
+  type RetentionResult,
+} from "./retention.js";
 export {
   EMPTY_VALUE,
   canonicalJson,

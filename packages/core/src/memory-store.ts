@@ -30,6 +30,8 @@ import type {
   StoredCheckpoint,
   ThreadScope,
   WriteRecord,
+  DeleteRecordsRequest,
+  ThreadRecords,
 } from "./store.js";
 import { applyPatchToRecord, recordOfWrite } from "./thread-status.js";
 
@@ -134,6 +136,7 @@ export class MemoryStore implements CheckpointStore {
       deltaRanges: true,
       leases: true,
       threadStatus: true,
+      retention: true,
     };
   }
 
@@ -278,6 +281,76 @@ export class MemoryStore implements CheckpointStore {
     this.check("deleteThread");
     this.threads.delete(threadId);
     this.setStatus(threadId, undefined);
+  }
+
+  async listThreadRecords(threadId: string): Promise<ThreadRecords> {
+    this.check("listThreadRecords");
+    const out: ThreadRecords = { checkpoints: [], blobs: [], writes: [], chunks: [] };
+    const thread = this.threads.get(threadId);
+    if (!thread) return out;
+    for (const checkpoints of thread.checkpoints.values()) for (const record of checkpoints.values()) out.checkpoints.push(cloneRecord(record));
+    for (const [checkpointNs, channels] of thread.blobs) {
+      for (const [channel, versions] of channels) {
+        for (const [version, blob] of versions) {
+          out.blobs.push({
+            checkpointNs,
+            channel,
+            version,
+            empty: blob.value.type === "empty",
+            bytes: blob.value.data.byteLength,
+            ...(blob.baseVersion !== undefined ? { baseVersion: blob.baseVersion } : {}),
+            ...(blob.value.refs ? { refs: [...blob.value.refs] } : {}),
+            ...(blob.value.chunkRef ? { chunkHash: blob.value.chunkRef.hash } : {}),
+          });
+        }
+      }
+    }
+    for (const [checkpointNs, byCheckpoint] of thread.writes) {
+      for (const [checkpointId, writes] of byCheckpoint) {
+        for (const write of writes.values()) {
+          out.writes.push({
+            checkpointNs,
+            checkpointId,
+            taskId: write.taskId,
+            idx: write.idx,
+            channel: write.channel,
+            bytes: write.value.data.byteLength,
+            ...(write.value.refs ? { refs: [...write.value.refs] } : {}),
+            ...(write.value.chunkRef ? { chunkHash: write.value.chunkRef.hash } : {}),
+          });
+        }
+      }
+    }
+    for (const [hash, chunks] of thread.chunks) for (const chunk of chunks.values()) out.chunks.push({ hash, index: chunk.index, bytes: chunk.data.byteLength });
+    return out;
+  }
+
+  async deleteRecords(request: DeleteRecordsRequest): Promise<void> {
+    this.check("deleteRecords");
+    // Synchronous from here: the fence check and the removals are one atomic step.
+    this.checkFence(request.threadId, request.fence, "deleteRecords");
+    const thread = this.threads.get(request.threadId);
+    if (thread) {
+      for (const { checkpointNs, checkpointId } of request.checkpoints) {
+        const checkpoints = thread.checkpoints.get(checkpointNs);
+        checkpoints?.delete(checkpointId);
+        thread.writes.get(checkpointNs)?.delete(checkpointId);
+        if (checkpoints && thread.latest.get(checkpointNs) === checkpointId) {
+          let latest: string | undefined;
+          for (const id of checkpoints.keys()) if (latest === undefined || id > latest) latest = id;
+          if (latest === undefined) thread.latest.delete(checkpointNs);
+          else thread.latest.set(checkpointNs, latest);
+        }
+      }
+      for (const { checkpointNs, channel, version } of request.blobs) thread.blobs.get(checkpointNs)?.get(channel)?.delete(version);
+      for (const hash of request.chunks) thread.chunks.delete(hash);
+    }
+    if (request.status === null) {
+      this.setStatus(request.threadId, undefined);
+    } else if (request.status) {
+      const next = recordOfWrite(request.threadId, request.status.checkpointId, request.status.write, undefined);
+      if (next) this.setStatus(request.threadId, next);
+    }
   }
 
   async claimLease(claim: LeaseClaim): Promise<Lease | undefined> {

@@ -27,6 +27,16 @@ import {
 
 import { expandCheckpoint, hasWrittenMask, storedCheckpoint } from "./checkpoint-form.js";
 import { copyThreadRecords, type CopyThreadResult } from "./copy-thread.js";
+import {
+  addRetentionResults,
+  checkpointKey,
+  emptyRetentionResult,
+  planRetention,
+  selectForPrune,
+  type CheckpointFacts,
+  type PruneSelection,
+  type RetentionResult,
+} from "./retention.js";
 import { DeltaCache, extendsList, type DeltaCacheOptions, type LineageState, type ListState } from "./delta-cache.js";
 import { CapabilityMissingError, CorruptRecordError, InvalidConfigError, LeaseLostError, MissingThreadIdError } from "./errors.js";
 import { ID_RULES, checkIdentifier } from "./ids.js";
@@ -44,6 +54,7 @@ import {
   type SerializedValue,
   type StoreCapabilities,
   type StoredCheckpoint,
+  type ThreadRecords,
   type ThreadStatusPatch,
   type ThreadStatusWrite,
   type WriteRecord,
@@ -114,6 +125,20 @@ export interface WithLeaseOptions {
    * signal the run was given), since whatever it computes from now on is discarded.
    */
   onLost?: (error: LeaseLostError) => void;
+}
+
+/**
+ * What {@link ResumableSaver.prune} keeps. Give `keepLast`, `olderThan`, or both (a checkpoint then
+ * stays only if both keep it).
+ */
+export interface PruneOptions {
+  /**
+   * Keep the newest this many root checkpoints of each thread (a positive integer), with the subgraph
+   * checkpoints that belong to them.
+   */
+  keepLast?: number;
+  /** Remove checkpoints written before this time (a `Date`, or ms since the epoch), by their `ts`. */
+  olderThan?: Date | number;
 }
 
 /** A change to a thread's status, for {@link ResumableSaver.updateThreadStatus}. */
@@ -342,7 +367,7 @@ export class ResumableSaver extends BaseCheckpointSaver {
       checkpointId: checkpoint.id,
       parentCheckpointId,
       checkpoint: await writer.value(storedCheckpoint(checkpoint, written), "the checkpoint", false),
-      ...(await this.metadataFields(writer, metadata)),
+      ...(await this.metadataFields(writer, withRunId(metadata, config))),
       channelVersions,
     };
     if (Object.keys(deltaRoots).length > 0) {
@@ -468,6 +493,256 @@ export class ResumableSaver extends BaseCheckpointSaver {
     } finally {
       this.lineages.deleteThread(to);
     }
+  }
+
+  /**
+   * Removes old checkpoints of the given threads and everything only they use, while every checkpoint
+   * that stays reads back exactly as before: `getTuple`, `list`, and the graph state LangGraph rebuilds
+   * from it, `DeltaChannel` values included.
+   *
+   * What stays, per thread:
+   * - the newest `keepLast` root checkpoints (namespace `""`), without those written before
+   *   `olderThan`; the newest root checkpoint always stays, so a prune never deletes a thread (use
+   *   {@link deleteThread}, or a store's TTL, for that);
+   * - a subgraph's checkpoints with the root checkpoint they belong to (LangGraph names it in
+   *   `metadata.parents[""]`); a subgraph namespace whose checkpoints name none is pruned on its own,
+   *   like the root namespace;
+   * - every checkpoint a kept one reads: for a `DeltaChannel` without a snapshot in that checkpoint,
+   *   the ancestors back to the nearest snapshot (LangGraph rebuilds the value from their writes; a
+   *   naive keep-latest prune leaves it empty, silently), and the parent of an old-format (`v < 4`)
+   *   checkpoint; these are counted in `keptForHistory`. A channel that never snapshots keeps its
+   *   whole history: give it a `snapshotFrequency`;
+   * - the kept checkpoints' blobs (delta chains back to a whole value), pending writes, and the shared
+   *   pieces and chunks these reference.
+   *
+   * Everything else of the thread is removed, including records a crash left behind. A kept
+   * checkpoint's `parentConfig` still names its parent when that parent was removed, as LangGraph's
+   * own savers leave it after a deletion. Each thread costs a bounded number of store calls (one
+   * listing, one removal). The removal is one transaction on SQL stores; elsewhere it removes
+   * checkpoints first, so a crash leaves only orphans, which the next prune removes.
+   *
+   * Prune a thread nobody is writing to. This saver waits for its own writes to the thread first;
+   * through a saver from {@link withLease}, the removal is fenced by the lease (and only its thread
+   * can be pruned). Needs a store with `capabilities.retention`.
+   *
+   * @param threadIds The threads to prune; missing ones are skipped. Without it, every thread the
+   *   store lists through its status index (`listThreads`, needs `capabilities.threadStatus`).
+   * @example Keep the last ten steps of a conversation:
+   * ```ts
+   * const { checkpoints, bytes } = await saver.prune(["chat-42"], { keepLast: 10 });
+   * ```
+   * @example Every thread, nothing older than thirty days (each keeps at least its latest checkpoint):
+   * ```ts
+   * await saver.prune({ olderThan: Date.now() - 30 * 86_400_000 });
+   * ```
+   * @throws {CapabilityMissingError} when the store cannot list and remove a thread's records.
+   * @throws {InvalidConfigError} for bad options, naming the option.
+   */
+  async prune(threadIds: readonly string[], options: PruneOptions): Promise<RetentionResult>;
+  async prune(options: PruneOptions): Promise<RetentionResult>;
+  async prune(first: readonly string[] | PruneOptions, second?: PruneOptions): Promise<RetentionResult> {
+    const allThreads = !Array.isArray(first);
+    const options = (allThreads ? first : second) as PruneOptions | undefined;
+    const selection = pruneSelection(options);
+    this.retentionMethods("prune()");
+    let ids: string[];
+    if (allThreads) {
+      ids = await this.everyThread();
+    } else {
+      ids = [...new Set((first as readonly unknown[]).map((id) => requiredId(id, "prune()")))];
+    }
+    for (const id of ids) this.fenceFor(id, "prune()");
+    let total = emptyRetentionResult();
+    for (const threadId of ids) {
+      total = addRetentionResults(total, await this.retain(threadId, "prune()", (records, facts) => selectForPrune(records, facts, selection)));
+    }
+    return total;
+  }
+
+  /**
+   * Removes the checkpoints whose metadata names one of these runs (`metadata.run_id`, as LangGraph
+   * Python and LangGraph Platform record it; LangGraph.js records it when the caller puts it in the
+   * metadata), in every thread and namespace, with their pending writes and what only they use: a
+   * rollback of those runs. Every other checkpoint reads back exactly as before. A checkpoint of one of
+   * the runs that another checkpoint still reads (the ancestors back to a `DeltaChannel` snapshot)
+   * stays, counted in `keptForHistory`: LangGraph Python's `delete_for_runs` removes it and leaves that
+   * channel empty.
+   *
+   * What remains keeps its parent links as they were: a checkpoint whose parent was removed still
+   * names it in `parentConfig` (LangGraph reads a checkpoint's state from the checkpoint and what it
+   * reads, which stays). When the runs were a thread's latest, the thread's status (on a store that
+   * keeps one) moves to its new latest root checkpoint; a thread left with no checkpoint has none.
+   *
+   * Finding the runs uses the store's metadata filter: an index lookup where the store filters
+   * natively (`capabilities.nativeMetadataFilter`), a scan of every checkpoint otherwise. Through a
+   * saver from {@link withLease}, only the leased thread may hold such checkpoints. Needs a store with
+   * `capabilities.retention`.
+   *
+   * @example Roll back a run that was cancelled:
+   * ```ts
+   * await saver.deleteForRuns([runId]);
+   * ```
+   * @throws {CapabilityMissingError} when the store cannot list and remove a thread's records.
+   */
+  async deleteForRuns(runIds: readonly string[]): Promise<RetentionResult> {
+    if (!Array.isArray(runIds)) throw new InvalidConfigError("runIds", `deleteForRuns(): pass an array of run ids, got ${describe(runIds)}.`);
+    for (const id of runIds) {
+      if (typeof id !== "string" || id === "") throw new InvalidConfigError("runIds", `deleteForRuns(): every run id must be a non-empty string, got ${describe(id)}.`);
+    }
+    this.retentionMethods("deleteForRuns()");
+    const runs = new Set(runIds);
+    const threads = new Set<string>();
+    const named = (metadata: Record<string, unknown>) => {
+      const runId = ownValue(metadata, "run_id");
+      return typeof runId === "string" && runs.has(runId);
+    };
+    // One filtered query per run where the store filters natively; otherwise one scan for all of them.
+    const queries = this.capabilities.nativeMetadataFilter ? [...runs].map((runId) => ({ filter: { run_id: runId } })) : runs.size > 0 ? [{}] : [];
+    for (const query of queries) {
+      for await (const stored of this.store.listCheckpoints(query)) {
+        if (named(stored.record.metadataJson)) threads.add(stored.record.threadId);
+      }
+    }
+    const ids = [...threads].sort();
+    for (const id of ids) this.fenceFor(id, "deleteForRuns()");
+    let total = emptyRetentionResult();
+    for (const threadId of ids) {
+      total = addRetentionResults(
+        total,
+        await this.retain(threadId, "deleteForRuns()", (records) => {
+          const keep = new Set<string>();
+          for (const record of records.checkpoints) if (!named(record.metadataJson)) keep.add(checkpointKey(record.checkpointNs, record.checkpointId));
+          return keep;
+        }),
+      );
+    }
+    return total;
+  }
+
+  /**
+   * One thread of a prune or deleteForRuns: lists its records, keeps what `select` picks and what those
+   * read, and removes the rest in one store call.
+   */
+  private async retain(
+    threadId: string,
+    operation: string,
+    select: (records: ThreadRecords, facts: Map<string, CheckpointFacts>) => Set<string>,
+  ): Promise<RetentionResult> {
+    const { list, remove } = this.retentionMethods(operation);
+    await this.writesSettled(threadId);
+    const records = await list(threadId);
+    if (records.checkpoints.length === 0 && records.writes.length === 0 && records.blobs.length === 0 && records.chunks.length === 0) {
+      return emptyRetentionResult();
+    }
+    const facts = await this.checkpointFacts(threadId, records);
+    const plan = planRetention(records, select(records, facts), facts);
+    const { request } = plan;
+    if (request.checkpoints.length === 0 && request.blobs.length === 0 && request.chunks.length === 0) return plan.result;
+    const status = await this.statusAfterRemoval(threadId, records, plan.kept);
+    const fence = this.fenceFor(threadId, operation);
+    // The delta cache may name a removed checkpoint as the base of the next put: forget the thread.
+    this.lineages.deleteThread(threadId);
+    try {
+      await this.fenced(remove({ threadId, ...request, ...(fence ? { fence } : {}), ...(status !== undefined ? { status } : {}) }));
+    } finally {
+      this.lineages.deleteThread(threadId);
+    }
+    return plan.result;
+  }
+
+  /** The `ts` and format version of each checkpoint record, read from its serialized value. */
+  private async checkpointFacts(threadId: string, records: ThreadRecords): Promise<Map<string, CheckpointFacts>> {
+    const facts = new Map<string, CheckpointFacts>();
+    const reader = new RecordReader(this.store, this.serde, { threadId, checkpointNs: "" }, undefined);
+    await reader.prefetch(records.checkpoints.map((r) => r.checkpoint));
+    for (const record of records.checkpoints) {
+      const { checkpoint } = expandCheckpoint(await reader.load(record.checkpoint, `checkpoint ${record.checkpointId}`), record.channelVersions);
+      const ts = typeof checkpoint.ts === "string" ? Date.parse(checkpoint.ts) : undefined;
+      facts.set(checkpointKey(record.checkpointNs, record.checkpointId), {
+        ts: ts !== undefined && Number.isFinite(ts) ? ts : undefined,
+        v: typeof checkpoint.v === "number" ? checkpoint.v : undefined,
+      });
+    }
+    return facts;
+  }
+
+  /**
+   * When the removal takes away the root checkpoint the thread's status describes: the status of the
+   * newest root checkpoint that stays (from its checkpoint and pending writes, read now, before the
+   * removal), or `null` when none stays. `undefined`: the status is not affected.
+   */
+  private async statusAfterRemoval(threadId: string, records: ThreadRecords, kept: Set<string>): Promise<{ checkpointId: string; write: ThreadStatusWrite } | null | undefined> {
+    if (!this.tracksStatus || !this.store.getThreadStatus) return undefined;
+    // A status names the newest root checkpoint put with one: while that stays, nothing to read.
+    let newest: string | undefined;
+    for (const r of records.checkpoints) if (r.checkpointNs === "" && (newest === undefined || r.checkpointId > newest)) newest = r.checkpointId;
+    if (newest === undefined || kept.has(checkpointKey("", newest))) return undefined;
+    const current = await this.store.getThreadStatus(threadId);
+    if (!current || kept.has(checkpointKey("", current.checkpointId))) return undefined;
+    if (!records.checkpoints.some((r) => r.checkpointNs === "" && r.checkpointId === current.checkpointId)) return undefined;
+    let latest: string | undefined;
+    for (const key of kept) {
+      const [ns, id] = key.split("\u0000") as [string, string];
+      if (ns === "" && (latest === undefined || id > latest)) latest = id;
+    }
+    if (latest === undefined) return null;
+    const tuple = await this.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: latest } });
+    if (!tuple) return null;
+    const now = Date.now();
+    let write: ThreadStatusWrite = { state: checkpointState(tuple.checkpoint), updatedAt: now };
+    const byTask = new Map<string, PendingWrite[]>();
+    for (const [taskId, channel, value] of tuple.pendingWrites ?? []) {
+      const list = byTask.get(taskId) ?? [];
+      byTask.set(taskId, list);
+      list.push([channel, value]);
+    }
+    for (const [taskId, writes] of byTask) {
+      const patch = statusPatchOfWrites(writes, taskId, latest, now);
+      if (patch) write = applyPatchToWrite(write, patch);
+    }
+    return { checkpointId: latest, write };
+  }
+
+  /** Every thread the store's status index lists, for a prune of every thread. */
+  private async everyThread(): Promise<string[]> {
+    const list = this.store.listThreads?.bind(this.store);
+    // A saver that does not keep statuses (the option off) may see an index missing its threads: refuse
+    // rather than prune some threads and silently skip others.
+    if (!this.tracksStatus || !list) {
+      const name = this.store.constructor?.name ?? "the store";
+      throw new CapabilityMissingError(
+        this.capabilities.threadStatus ? `${name} through a saver created with { threadStatus: false }` : name,
+        "threadStatus",
+        "prune() without thread ids",
+        "the threads to prune are found through the thread index that a saver with thread status keeps; pass the thread ids instead",
+      );
+    }
+    const ids: string[] = [];
+    let after: { updatedAt: number; threadId: string } | undefined;
+    for (;;) {
+      const page = await list({ limit: MAX_THREADS_PAGE, ...(after ? { after } : {}) });
+      for (const record of page) ids.push(record.threadId);
+      if (page.length < MAX_THREADS_PAGE) break;
+      const last = page[page.length - 1]!;
+      after = { updatedAt: last.updatedAt, threadId: last.threadId };
+    }
+    return [...new Set(ids)];
+  }
+
+  /** The store's retention methods, or a {@link CapabilityMissingError} saying why they are needed. */
+  private retentionMethods(operation: string): {
+    list: NonNullable<CheckpointStore["listThreadRecords"]>;
+    remove: NonNullable<CheckpointStore["deleteRecords"]>;
+  } {
+    const why = "it lists a thread's records and removes some of them, keeping what the remaining checkpoints read";
+    const name = this.store.constructor?.name ?? "the store";
+    if (!this.capabilities.retention) throw new CapabilityMissingError(name, "retention", operation, why);
+    const list = this.store.listThreadRecords;
+    const remove = this.store.deleteRecords;
+    if (typeof list !== "function" || typeof remove !== "function") {
+      throw new CapabilityMissingError(`${name} (it declares it but lacks listThreadRecords() or deleteRecords())`, "retention", operation, why);
+    }
+    return { list: list.bind(this.store), remove: remove.bind(this.store) };
   }
 
   override async getDeltaChannelHistory(options: {
@@ -962,6 +1237,45 @@ function requiredId(threadId: unknown, operation: string): string {
   const id = threadIdOf(threadId, operation);
   if (id === undefined) throw new MissingThreadIdError(operation);
   return id;
+}
+
+/**
+ * The metadata with the run's id (`config.metadata.run_id`, where LangGraph.js hands a caller's
+ * `invoke(input, { metadata: { run_id } })` to the saver) as `run_id`, as LangGraph Python's savers
+ * record it, so that {@link ResumableSaver.deleteForRuns} can find the run's checkpoints. Metadata that
+ * names a run already keeps its own.
+ */
+function withRunId(metadata: CheckpointMetadata, config: RunnableConfig): CheckpointMetadata {
+  const runId: unknown = config.metadata?.run_id;
+  if (typeof runId !== "string" || runId === "" || metadata === null || typeof metadata !== "object") return metadata;
+  if (Object.prototype.hasOwnProperty.call(metadata, "run_id")) return metadata;
+  return { ...metadata, run_id: runId } as CheckpointMetadata;
+}
+
+/** Checks {@link PruneOptions}: a positive integer `keepLast`, a valid `olderThan`, at least one of them. */
+function pruneSelection(options: PruneOptions | undefined): PruneSelection {
+  if (options === null || typeof options !== "object") {
+    throw new InvalidConfigError("options", `prune(): pass options with "keepLast" or "olderThan", e.g. prune(["chat-42"], { keepLast: 10 }), got ${describe(options)}.`);
+  }
+  const { keepLast, olderThan } = options;
+  if (keepLast === undefined && olderThan === undefined) {
+    throw new InvalidConfigError("options", `prune(): say what to keep with "keepLast" (the newest N checkpoints) or "olderThan" (a Date), or both.`);
+  }
+  const selection: PruneSelection = {};
+  if (keepLast !== undefined) {
+    if (typeof keepLast !== "number" || !Number.isSafeInteger(keepLast) || keepLast < 1) {
+      throw new InvalidConfigError("keepLast", `prune(): "keepLast" must be a positive integer (the newest checkpoints to keep; the latest always stays), got ${describe(keepLast)}.`);
+    }
+    selection.keepLast = keepLast;
+  }
+  if (olderThan !== undefined) {
+    const ms = olderThan instanceof Date ? olderThan.getTime() : olderThan;
+    if (typeof ms !== "number" || !Number.isFinite(ms)) {
+      throw new InvalidConfigError("olderThan", `prune(): "olderThan" must be a valid Date or a number of ms since the epoch, got ${describe(olderThan)}.`);
+    }
+    selection.olderThan = ms;
+  }
+  return selection;
 }
 
 function ttlOf(ttlMs: unknown, operation: string): number {

@@ -310,6 +310,12 @@ export interface StoreCapabilities {
    * recovery runner find unfinished threads.
    */
   threadStatus: boolean;
+  /**
+   * The store implements {@link CheckpointStore.listThreadRecords} and
+   * {@link CheckpointStore.deleteRecords} (default `false`): only then can the saver remove part of a
+   * thread (`prune`, `deleteForRuns`) while keeping every record the remaining checkpoints read.
+   */
+  retention: boolean;
 }
 
 /** Defaults for every capability a store does not declare. */
@@ -322,6 +328,7 @@ export const DEFAULT_CAPABILITIES: StoreCapabilities = Object.freeze({
   deltaRanges: false,
   leases: false,
   threadStatus: false,
+  retention: false,
 });
 
 // ---------------------------------------------------------------------------------------------------
@@ -533,6 +540,87 @@ export interface ListThreadsQuery {
   limit: number;
 }
 
+// ---------------------------------------------------------------------------------------------------
+// Retention: what a thread holds, and removing part of it.
+// ---------------------------------------------------------------------------------------------------
+
+/** A blob as {@link CheckpointStore.listThreadRecords} lists it: its key and what it references, not its bytes. */
+export interface BlobKey {
+  checkpointNs: string;
+  channel: string;
+  version: string;
+  /** The blob's value is `type: "empty"` (a channel with a version but no stored value). */
+  empty: boolean;
+  /** {@link BlobRecord.baseVersion}: the blob is a delta over that version of the same channel. */
+  baseVersion?: string;
+  /** {@link SerializedValue.refs} of the value. */
+  refs?: string[];
+  /** The hash of {@link SerializedValue.chunkRef}, when the value lives in chunks. */
+  chunkHash?: string;
+  /** Bytes the value holds inline (`data`), for reporting what a removal frees. */
+  bytes: number;
+}
+
+/** A pending write as {@link CheckpointStore.listThreadRecords} lists it. */
+export interface WriteKey {
+  checkpointNs: string;
+  checkpointId: string;
+  taskId: string;
+  idx: number;
+  channel: string;
+  refs?: string[];
+  chunkHash?: string;
+  bytes: number;
+}
+
+/** One chunk (one index of one hash) as {@link CheckpointStore.listThreadRecords} lists it. */
+export interface ChunkKey {
+  hash: string;
+  index: number;
+  bytes: number;
+}
+
+/**
+ * Every record of one thread, in every namespace, as {@link CheckpointStore.listThreadRecords} returns
+ * it: checkpoint records whole (they are small, and core reads their `ts` and format version), blobs,
+ * writes and chunks by key, with what each references but not their bytes.
+ */
+export interface ThreadRecords {
+  checkpoints: CheckpointRecord[];
+  blobs: BlobKey[];
+  writes: WriteKey[];
+  chunks: ChunkKey[];
+}
+
+/**
+ * What {@link CheckpointStore.deleteRecords} removes from one thread. Core computes it so that every
+ * checkpoint that stays keeps every record it reads; the store removes exactly what is listed.
+ */
+export interface DeleteRecordsRequest {
+  threadId: string;
+  /**
+   * Checkpoints to remove, each with every pending write stored under its id (also when the id has
+   * writes but no checkpoint record: writes left by a put that never landed).
+   */
+  checkpoints: Array<{ checkpointNs: string; checkpointId: string }>;
+  /** Blobs to remove, by key. */
+  blobs: Array<{ checkpointNs: string; channel: string; version: string }>;
+  /** Chunks and shared pieces to remove: every index of each hash. */
+  chunks: string[];
+  /**
+   * Present only on a store with {@link StoreCapabilities.threadStatus}, when the removal takes away the
+   * root checkpoint the thread's status describes: the thread's new status, for its new latest root
+   * checkpoint (`checkpointId`), stored in place of the record whatever it names (attempts 0), or
+   * `null` when no root checkpoint remains (the record is removed). Applied after the removals.
+   */
+  status?: { checkpointId: string; write: ThreadStatusWrite } | null;
+  /**
+   * Present only when the saver is bound to a lease: nothing may be removed unless the thread's lease
+   * still carries this token (checked as {@link LeaseFence} says, with the first removal).
+   */
+  fence?: LeaseFence;
+}
+
 /**
  * The contract a backend implements. Records arrive serialized; ids are opaque strings that a store
  * must treat as data (never interpolated into a query, a key pattern or a filter expression).
@@ -648,6 +736,25 @@ export interface CheckpointStore {
    * `fence`, it is a fenced write: {@link LeaseLostError} and no change when the lease moved on.
    */
   patchThreadStatus?(request: PatchThreadStatusRequest): Promise<ThreadStatusRecord | undefined>;
+
+  /**
+   * Every record of the thread, in every namespace (see {@link ThreadRecords}): checkpoint records
+   * whole, blobs, writes and chunks by key with what they reference, without their bytes. A bounded
+   * number of database calls (one query per table, or one statement), whatever the thread's length,
+   * read in one snapshot where the database has them. An expired thread (TTL) has none. Only with
+   * {@link StoreCapabilities.retention}.
+   */
+  listThreadRecords?(threadId: string): Promise<ThreadRecords>;
+
+  /**
+   * Removes what the request lists from one thread, and nothing else. In one transaction where the
+   * database has them. Without one, in this order, so that a crash between two steps leaves only
+   * records nothing reads (which the next prune removes) and never a checkpoint missing something:
+   * first the checkpoint records, then their pending writes, then blobs, then chunks. A listed record
+   * that does not exist is skipped. With `fence`, refused with {@link LeaseLostError} (nothing removed)
+   * when the thread's lease moved on. Only with {@link StoreCapabilities.retention}.
+   */
+  deleteRecords?(request: DeleteRecordsRequest): Promise<void>;
 
   /** Registers a listener called after every database command (see {@link StoreCapabilities.commandEvents}). */
   instrument?(listener: StoreCommandListener | undefined): void;

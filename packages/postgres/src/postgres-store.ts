@@ -14,6 +14,8 @@ import {
   type CheckpointStore,
   type ChunkRecord,
   type ChunkRef,
+  type DeleteRecordsRequest,
+  type ThreadRecords,
   type HistoryAncestor,
   type HistoryQuery,
   type HistoryResult,
@@ -249,6 +251,7 @@ export class PostgresStore implements CheckpointStore {
       deltaRanges: true,
       leases: true,
       threadStatus: true,
+      retention: true,
     };
   }
 
@@ -708,6 +711,132 @@ export class PostgresStore implements CheckpointStore {
         `DELETE FROM ${this.t.checkpoints} WHERE thread_id = $1`,
       [threadId],
     );
+  }
+
+  /**
+   * Every record of the thread by key, for retention: one statement (one snapshot, one round trip),
+   * whatever the thread's length; blobs, writes and chunks come as small JSON arrays without their
+   * bytes. An expired thread (`ttlSeconds`) has none.
+   */
+  async listThreadRecords(threadId: string): Promise<ThreadRecords> {
+    this.check();
+    checkId("thread_id", threadId);
+    const { checkpoints, blobs, writes, chunks } = this.t;
+    const live = this.ttlMs ? ` AND ${this.live("$1")}` : "";
+    const rows = await this.run<ReadRow & { k: unknown[] | null }>(
+      "SELECT thread records",
+      "listThreadRecords",
+      `SELECT 'c' AS kind, 0 AS pos, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type AS type, ` +
+        `checkpoint_data AS data, checkpoint_chunk AS chunk, metadata_type, metadata_data, metadata_chunk, metadata_json, metadata_json_raw, ` +
+        `channel_versions, delta_roots, NULL::jsonb AS k FROM ${checkpoints} WHERE thread_id = $1${live} ` +
+        `UNION ALL SELECT 'b', 0, thread_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ` +
+        `jsonb_build_array(checkpoint_ns, channel, version, value_type = 'empty', base_version, refs, value_chunk ->> 'hash', octet_length(value_data)) ` +
+        `FROM ${blobs} WHERE thread_id = $1${live} ` +
+        `UNION ALL SELECT 'w', 0, thread_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ` +
+        `jsonb_build_array(checkpoint_ns, checkpoint_id, task_id, idx, channel, refs, value_chunk ->> 'hash', octet_length(value_data)) ` +
+        `FROM ${writes} WHERE thread_id = $1${live} ` +
+        `UNION ALL SELECT 'p', 0, thread_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ` +
+        // One entry per (hash, index), however many rows a chunk is stored in.
+        `jsonb_build_array(hash, idx, sum(octet_length(data))) FROM ${chunks} WHERE thread_id = $1${live} GROUP BY thread_id, hash, idx`,
+      [threadId],
+    );
+    const out: ThreadRecords = { checkpoints: [], blobs: [], writes: [], chunks: [] };
+    for (const row of rows) {
+      if (row.kind === "c") {
+        out.checkpoints.push(assemble([{ ...row, pos: 0 }])[0]!.record);
+        continue;
+      }
+      const k = row.k!;
+      if (row.kind === "b") {
+        const [checkpointNs, channel, version, empty, baseVersion, refs, chunkHash, bytes] = k as [string, string, string, boolean, string | null, string[] | null, string | null, number];
+        out.blobs.push({
+          checkpointNs,
+          channel,
+          version,
+          empty,
+          bytes,
+          ...(baseVersion !== null ? { baseVersion } : {}),
+          ...(refs !== null ? { refs } : {}),
+          ...(chunkHash !== null ? { chunkHash } : {}),
+        });
+      } else if (row.kind === "w") {
+        const [checkpointNs, checkpointId, taskId, idx, channel, refs, chunkHash, bytes] = k as [string, string, string, number, string, string[] | null, string | null, number];
+        out.writes.push({
+          checkpointNs,
+          checkpointId,
+          taskId,
+          idx,
+          channel,
+          bytes,
+          ...(refs !== null ? { refs } : {}),
+          ...(chunkHash !== null ? { chunkHash } : {}),
+        });
+      } else {
+        const [hash, index, bytes] = k as [string, number, number];
+        out.chunks.push({ hash, index, bytes });
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Removes the listed records of one thread in one statement (data-modifying CTEs, one per table),
+   * hence one transaction; with a fence, every removal is conditional on the lease row read
+   * `FOR SHARE`, as a fenced write is.
+   */
+  async deleteRecords(request: DeleteRecordsRequest): Promise<void> {
+    this.check();
+    checkId("thread_id", request.threadId);
+    for (const c of request.checkpoints) {
+      checkId("checkpoint_ns", c.checkpointNs);
+      checkId("checkpoint_id", c.checkpointId);
+    }
+    for (const b of request.blobs) {
+      checkId("checkpoint_ns", b.checkpointNs);
+      checkId(`channel name "${b.channel}"`, b.channel);
+      checkId(`version of channel "${b.channel}"`, b.version);
+    }
+    for (const hash of request.chunks) checkId("chunk hash", hash);
+    const p = new Params();
+    const thread = p.add(request.threadId);
+    const fenced = request.fence !== undefined;
+    const ctes: string[] = [];
+    if (request.fence) ctes.push(this.fenceCte(p, thread, request.fence));
+    const guard = fenced ? " AND EXISTS (SELECT 1 FROM fence)" : "";
+    if (request.checkpoints.length > 0) {
+      const keys = `(SELECT * FROM unnest(${p.add(request.checkpoints.map((c) => c.checkpointNs))}::text[], ${p.add(request.checkpoints.map((c) => c.checkpointId))}::text[]))`;
+      ctes.push(`c AS (DELETE FROM ${this.t.checkpoints} WHERE thread_id = ${thread} AND (checkpoint_ns, checkpoint_id) IN ${keys}${guard})`);
+      ctes.push(`w AS (DELETE FROM ${this.t.writes} WHERE thread_id = ${thread} AND (checkpoint_ns, checkpoint_id) IN ${keys}${guard})`);
+    }
+    if (request.blobs.length > 0) {
+      const keys =
+        `(SELECT * FROM unnest(${p.add(request.blobs.map((b) => b.checkpointNs))}::text[], ${p.add(request.blobs.map((b) => b.channel))}::text[], ` +
+        `${p.add(request.blobs.map((b) => b.version))}::text[]))`;
+      ctes.push(`b AS (DELETE FROM ${this.t.blobs} WHERE thread_id = ${thread} AND (checkpoint_ns, channel, version) IN ${keys}${guard})`);
+    }
+    if (request.chunks.length > 0) {
+      ctes.push(`ch AS (DELETE FROM ${this.t.chunks} WHERE thread_id = ${thread} AND hash = ANY(${p.add(request.chunks)}::text[])${guard})`);
+    }
+    if (request.status === null) {
+      ctes.push(`st AS (DELETE FROM ${this.t.threads} WHERE thread_id = ${thread}${guard})`);
+    } else if (request.status) {
+      const { checkpointId, write } = request.status;
+      checkId("checkpoint_id", checkpointId);
+      const interrupts = write.interrupts && Object.keys(write.interrupts).length > 0 ? JSON.stringify(write.interrupts) : null;
+      const row =
+        `SELECT ${thread}::text, ${p.add(write.state)}::text, ${p.add(checkpointId)}::text, ${p.add(write.updatedAt)}::bigint, ` +
+        `${p.add(write.error ?? null)}::text, ${p.add(interrupts)}::jsonb, 0, NULL::bigint` +
+        (fenced ? ` WHERE EXISTS (SELECT 1 FROM fence)` : "");
+      ctes.push(
+        `st AS (INSERT INTO ${this.t.threads} AS th (thread_id, state, checkpoint_id, updated_at, error, interrupts, attempts, attempted_at) ${row} ` +
+          `ON CONFLICT (thread_id) DO UPDATE SET state = EXCLUDED.state, checkpoint_id = EXCLUDED.checkpoint_id, updated_at = EXCLUDED.updated_at, ` +
+          `error = EXCLUDED.error, interrupts = EXCLUDED.interrupts, attempts = 0, attempted_at = NULL)`,
+      );
+    }
+    if (ctes.length === (fenced ? 1 : 0)) return;
+    const sql = `WITH ${ctes.join(", ")} ${fenced ? this.fenceResult(thread) : "SELECT 1 AS held"}`;
+    const rows = await this.run<FenceRow>("DELETE records", "deleteRecords", sql, p.values);
+    if (request.fence) this.checkFenceResult(request.threadId, request.fence, rows, "deleteRecords");
   }
 
   /**

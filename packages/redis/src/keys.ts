@@ -197,6 +197,19 @@ export function readRecord(member: Buffer, threadId: string, checkpointNs: strin
   return record;
 }
 
+/** What a blob or write head (a member without its bytes, as the retention listing returns it) says. */
+export interface MemberHead {
+  /** The member's leading parts: channel and version of a blob; checkpoint id, task id and idx of a write. */
+  parts: string[];
+  header: Record<string, unknown>;
+}
+
+/** Reads a head: `parts` NUL-terminated leading parts, then the refs line and the header line. */
+export function readHead(head: Buffer, parts: number): MemberHead {
+  const { parts: leadingParts, at } = leading(head, parts);
+  return { parts: leadingParts, header: unpack(head, at).header };
+}
+
 export function readChunks(reply: unknown): ChunkRecord[] {
   return ((reply ?? []) as Array<[Buffer, number, Buffer]>).map(([hash, index, data]) => ({ hash: hash.toString("utf8"), index: Number(index), data: bytes(data) }));
 }

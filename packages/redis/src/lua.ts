@@ -589,6 +589,91 @@ while true do
 end
 `;
 
+/**
+ * Every record of the thread, for retention, in one script (one snapshot). Returns
+ * {{{ns, {record members}, {blob heads}, {blob data lengths}, {write heads}, {write data lengths}}...},
+ * {chunk field, byte length}*}: a head is a member up to the end of its header line, without its bytes.
+ */
+const THREAD_RECORDS = `
+local function heads(key, parts, hs, lens)
+  for _, x in ipairs(redis.call('ZRANGE', key, 0, -1)) do
+    local from = after(x, parts)
+    local nl = string.find(x, '\\n', from, true)
+    local hl = string.find(x, '\\n', nl + 1, true)
+    hs[#hs + 1] = string.sub(x, 1, hl)
+    lens[#lens + 1] = #x - hl
+  end
+end
+local out = {}
+for _, ns in ipairs(redis.call('ZRANGE', N, 0, -1)) do
+  local bh, bl, wh, wl = {}, {}, {}, {}
+  heads(bKey(ns), 2, bh, bl)
+  heads(wKey(ns), 3, wh, wl)
+  out[#out + 1] = {ns, redis.call('ZRANGE', cKey(ns), 0, -1), bh, bl, wh, wl}
+end
+local chunkSizes = {}
+for _, f in ipairs(redis.call('HKEYS', K)) do
+  if string.find(f, SEP, 1, true) then
+    chunkSizes[#chunkSizes + 1] = f
+    chunkSizes[#chunkSizes + 1] = redis.call('HSTRLEN', K, f)
+  end
+end
+return {out, chunkSizes}
+`;
+
+/**
+ * Removes listed records of the thread, all in one script (so at once). ARGV: fence token ('' for
+ * none), n checkpoints, (ns, id)*, n blobs, (ns, channel, version)*, n hashes, hash*, status mode
+ * ('' keep, 'remove', 'replace'), then for 'replace' the checkpoint id and the status as putStatus
+ * reads it, for 'remove' the thread id. A checkpoint goes with every write under its id; a chunk hash
+ * with every index. Returns {1, old state, old updatedAt}, or the fence's refusal.
+ */
+const DELETE_RECORDS = `
+local lost = fenceLost(args(1))
+if lost then return lost end
+local touched = {}
+for _ = 1, tonumber(args(1)) do
+  local ns, id = args(2)
+  redis.call('ZREMRANGEBYLEX', cKey(ns), '[' .. id .. SEP, '(' .. id .. '\\1')
+  redis.call('ZREMRANGEBYLEX', wKey(ns), '[' .. id .. SEP, '(' .. id .. '\\1')
+  touched[ns] = true
+end
+for _ = 1, tonumber(args(1)) do
+  local ns, ch, ver = args(3)
+  redis.call('ZREMRANGEBYLEX', bKey(ns), '[' .. ch .. SEP .. ver .. SEP, '(' .. ch .. SEP .. ver .. '\\1')
+  touched[ns] = true
+end
+for _ = 1, tonumber(args(1)) do
+  local h = args(1)
+  local n = tonumber(redis.call('HGET', K, h) or '0')
+  local fields = {h}
+  for i = 0, n - 1 do fields[#fields + 1] = h .. SEP .. i end
+  for i = 1, #fields, 500 do redis.call('HDEL', K, unpack(fields, i, math.min(#fields, i + 499))) end
+end
+for ns, _ in pairs(touched) do
+  if redis.call('EXISTS', cKey(ns), bKey(ns), wKey(ns)) == 0 then redis.call('ZREM', N, ns) end
+end
+local mode = args(1)
+local oldSt, oldU = statusNow()
+if mode == 'remove' then
+  local thread = args(1)
+  redis.call('DEL', S)
+  reindex(thread, oldSt, oldU, nil, nil)
+elseif mode == 'replace' then
+  local id = args(1)
+  local state, u, ef, err, thread, n = args(6)
+  local f = {'st', state, 'cp', id, 'u', u, 'a', '0'}
+  if ef == '1' then f[#f + 1] = 'e'; f[#f + 1] = err end
+  for _ = 1, tonumber(n) do local t, j = args(2); f[#f + 1] = 'i:' .. t; f[#f + 1] = j end
+  redis.call('DEL', S)
+  redis.call('HSET', S, unpack(f))
+  reindex(thread, oldSt, oldU, state, u)
+  -- The new hash gets the expiry the thread's other keys have (ttlSeconds), never none.
+  refresh(0)
+end
+return {1, oldSt or '', oldU or ''}
+`;
+
 function script(name: string, body: string): LuaScript {
   const lua = `${COMMON}\n${body}`;
   return { name, lua, sha: createHash("sha1").update(lua).digest("hex") };
@@ -611,4 +696,6 @@ export const SCRIPTS = {
   patchStatus: script("patchThreadStatus", PATCH_STATUS),
   statusIndex: script("statusIndex", STATUS_INDEX),
   listStatus: script("listThreads", LIST_STATUS),
+  threadRecords: script("listThreadRecords", THREAD_RECORDS),
+  deleteRecords: script("deleteRecords", DELETE_RECORDS),
 } as const;

@@ -17,6 +17,9 @@ import {
   type BlobRecord,
   type CheckpointStore,
   type ChunkRecord,
+  type ChunkRef,
+  type DeleteRecordsRequest,
+  type ThreadRecords,
   type HistoryAncestor,
   type HistoryQuery,
   type HistoryResult,
@@ -55,6 +58,7 @@ import {
   parseRecordHeader,
   readBlob,
   readChunks,
+  readHead,
   readRecord,
   readWrite,
   statusIndexKey,
@@ -182,6 +186,7 @@ export class RedisStore implements CheckpointStore {
       deltaRanges: true,
       leases: true,
       threadStatus: true,
+      retention: true,
     };
     this.capabilities = capabilities;
     this.cluster = typeof (client as { nodes?: unknown }).nodes === "function";
@@ -435,6 +440,98 @@ export class RedisStore implements CheckpointStore {
       token ? this.command("deleteThread", "ZREM threads", ["ZREM", indexKey(this.keyPrefix), indexMember(threadId, token)]) : undefined,
       this.cluster && status ? this.moveIndex("deleteThread", threadId, [status], []) : undefined,
     ]);
+  }
+
+  /**
+   * Every record of the thread by key, for retention: one script (one snapshot, one round trip) that
+   * returns checkpoint members whole and blob and write members without their bytes.
+   */
+  async listThreadRecords(threadId: string): Promise<ThreadRecords> {
+    this.check();
+    check("thread_id", threadId, ID_RULES.threadId);
+    const [namespaces, chunkSizes] = (await this.script("listThreadRecords", SCRIPTS.threadRecords, threadId, [])) as [
+      Array<[Buffer, Buffer[], Buffer[], number[], Buffer[], number[]]>,
+      Array<Buffer | number>,
+    ];
+    const out: ThreadRecords = { checkpoints: [], blobs: [], writes: [], chunks: [] };
+    const refsOf = (header: Record<string, unknown>) => ({
+      ...(Array.isArray(header.r) ? { refs: header.r as string[] } : {}),
+      ...(header.c ? { chunkHash: (header.c as ChunkRef).hash } : {}),
+    });
+    for (const [encodedNs, records, blobHeads, blobLengths, writeHeads, writeLengths] of namespaces) {
+      const checkpointNs = decodeComponent(encodedNs.toString("utf8"));
+      for (const member of records) out.checkpoints.push(readRecord(member, threadId, checkpointNs));
+      blobHeads.forEach((head, i) => {
+        const { parts, header } = readHead(head, 2);
+        out.blobs.push({
+          checkpointNs,
+          channel: parts[0]!,
+          version: parts[1]!,
+          empty: header.t === "empty",
+          bytes: Number(blobLengths[i]),
+          ...(typeof header.b === "string" ? { baseVersion: header.b } : {}),
+          ...refsOf(header),
+        });
+      });
+      writeHeads.forEach((head, i) => {
+        const { parts, header } = readHead(head, 3);
+        out.writes.push({ checkpointNs, checkpointId: parts[0]!, taskId: parts[1]!, idx: Number(parts[2]), channel: String(header.ch), bytes: Number(writeLengths[i]), ...refsOf(header) });
+      });
+    }
+    for (let i = 0; i < chunkSizes.length; i += 2) {
+      const field = text(chunkSizes[i]);
+      const at = field.indexOf("\u0000");
+      out.chunks.push({ hash: field.slice(0, at), index: Number(field.slice(at + 1)), bytes: Number(chunkSizes[i + 1]) });
+    }
+    return out;
+  }
+
+  /**
+   * Removes the listed records of one thread in one script, hence at once, after the fence check; a
+   * status change it carries moves the thread in the status index inside the script (standalone) or
+   * around it (Cluster), as a put's does.
+   */
+  async deleteRecords(request: DeleteRecordsRequest): Promise<void> {
+    this.check();
+    const threadId = request.threadId;
+    check("thread_id", threadId, ID_RULES.threadId);
+    const args: Arg[] = [fenceArg(request.fence), request.checkpoints.length];
+    for (const c of request.checkpoints) {
+      check("checkpoint_ns", c.checkpointNs, ID_RULES.checkpointNs);
+      check("checkpoint_id", c.checkpointId, ID_RULES.checkpointId);
+      args.push(encodeComponent(c.checkpointNs), c.checkpointId);
+    }
+    args.push(request.blobs.length);
+    for (const b of request.blobs) {
+      check("checkpoint_ns", b.checkpointNs, ID_RULES.checkpointNs);
+      check("channel", b.channel, ID_RULES.channel);
+      check(`version of channel "${b.channel}"`, b.version, ID_RULES.version);
+      args.push(encodeComponent(b.checkpointNs), b.channel, b.version);
+    }
+    args.push(request.chunks.length);
+    for (const hash of request.chunks) {
+      checkHash(hash);
+      args.push(hash);
+    }
+    let entry: IndexEntry | undefined;
+    if (request.status === null) {
+      args.push("remove", threadId);
+    } else if (request.status) {
+      check("status checkpoint_id", request.status.checkpointId, ID_RULES.checkpointId);
+      args.push("replace", request.status.checkpointId, ...putStatusArgs(threadId, request.status.write));
+      entry = { state: request.status.write.state, u: timeArg(request.status.write.updatedAt, "status updatedAt") };
+    } else {
+      args.push("");
+    }
+    const changesStatus = request.status !== undefined;
+    const pre = this.cluster && entry ? [entry] : [];
+    if (pre.length > 0) await this.moveIndex("deleteRecords", threadId, [], pre);
+    const reply = (await this.script("deleteRecords", SCRIPTS.deleteRecords, threadId, args, changesStatus ? this.statusKeys() : [])) as Reply;
+    if (Number(reply[0]) === -1) {
+      if (pre.length > 0) await this.settleIndex("deleteRecords", threadId, pre, undefined, await this.currentEntry(threadId));
+      throw leaseLost(threadId, request.fence!, reply, "deleteRecords");
+    }
+    if (this.cluster && changesStatus) await this.settleIndex("deleteRecords", threadId, pre, entry, entryOf(reply[1], reply[2]));
   }
 
   /**

@@ -29,6 +29,9 @@ import {
   type CheckpointStore,
   type ChunkRecord,
   type ChunkRef,
+  type DeleteRecordsRequest,
+  type ThreadRecords,
+  type ThreadStatusWrite,
   type HistoryAncestor,
   type HistoryQuery,
   type HistoryResult,
@@ -261,6 +264,34 @@ const SQL = {
 SQL.blobsByKeysTtl = `${SQL.blobsByKeys} WHERE ${live("keys.thread_id")}`;
 
 /**
+ * Retention: a thread's records by key (without their bytes), and removals by lists of keys sent as
+ * JSON arrays, so that one statement per table serves any number of records.
+ */
+const RETENTION_SQL = {
+  threadCheckpoints: `SELECT ${CHECKPOINT_COLUMNS} FROM resumable_checkpoints c WHERE c.thread_id = ?`,
+  threadBlobs: `SELECT checkpoint_ns, channel, version, type = 'empty' AS empty, base_version, refs, chunk_ref ->> 'hash' AS chunk_hash,
+    length(data) AS bytes FROM resumable_blobs WHERE thread_id = ?`,
+  threadWrites: `SELECT checkpoint_ns, checkpoint_id, task_id, idx, channel, refs, chunk_ref ->> 'hash' AS chunk_hash, length(data) AS bytes
+    FROM resumable_writes WHERE thread_id = ?`,
+  threadChunks: `SELECT hash, idx, sum(length(data)) AS bytes FROM resumable_chunks WHERE thread_id = ? GROUP BY hash, idx`,
+  // @keys: [[ns, id], ...]
+  deleteCheckpointsByKeys: `DELETE FROM resumable_checkpoints WHERE thread_id = @thread
+    AND (checkpoint_ns, checkpoint_id) IN (SELECT k.value ->> 0, k.value ->> 1 FROM json_each(@keys) AS k)`,
+  deleteWritesByKeys: `DELETE FROM resumable_writes WHERE thread_id = @thread
+    AND (checkpoint_ns, checkpoint_id) IN (SELECT k.value ->> 0, k.value ->> 1 FROM json_each(@keys) AS k)`,
+  // @keys: [[ns, channel, version], ...]
+  deleteBlobsByKeys: `DELETE FROM resumable_blobs WHERE thread_id = @thread
+    AND (checkpoint_ns, channel, version) IN (SELECT k.value ->> 0, k.value ->> 1, k.value ->> 2 FROM json_each(@keys) AS k)`,
+  // @hashes: [hash, ...]; every index and part of each.
+  deleteChunksByHashes: `DELETE FROM resumable_chunks WHERE thread_id = @thread AND hash IN (SELECT value FROM json_each(@hashes))`,
+  // The status of the thread's new latest root checkpoint, in place of whatever the record named.
+  replaceStatus: `INSERT INTO resumable_threads (thread_id, state, checkpoint_id, updated_at, error, interrupts, attempts, attempted_at)
+    VALUES (?, ?, ?, ?, ?, ?, 0, NULL)
+    ON CONFLICT (thread_id) DO UPDATE SET state = excluded.state, checkpoint_id = excluded.checkpoint_id, updated_at = excluded.updated_at,
+      error = excluded.error, interrupts = excluded.interrupts, attempts = 0, attempted_at = NULL`,
+};
+
+/**
  * The parent chain from the target's parent, in one statement. Each row carries the channels still
  * without a seed when the walk reaches it (`pending`) and after it (`remaining`); the walk stops once
  * every requested channel has met a non-"empty" blob, so a deep thread costs only the ancestors back
@@ -373,6 +404,30 @@ interface WriteRow {
   refs: string | null;
 }
 
+/** A row of {@link RETENTION_SQL}.threadBlobs. */
+interface BlobKeyRow {
+  checkpoint_ns: string;
+  channel: string;
+  version: string;
+  empty: number;
+  base_version: string | null;
+  refs: string | null;
+  chunk_hash: string | null;
+  bytes: number;
+}
+
+/** A row of {@link RETENTION_SQL}.threadWrites. */
+interface WriteKeyRow {
+  checkpoint_ns: string;
+  checkpoint_id: string;
+  task_id: string;
+  idx: number;
+  channel: string;
+  refs: string | null;
+  chunk_hash: string | null;
+  bytes: number;
+}
+
 interface HistoryRow {
   checkpoint_id: string;
   parent_checkpoint_id: string | null;
@@ -464,6 +519,7 @@ export class SqliteStore implements CheckpointStore {
       deltaRanges: true,
       leases: true,
       threadStatus: true,
+      retention: true,
     };
   }
 
@@ -818,6 +874,88 @@ export class SqliteStore implements CheckpointStore {
   }
 
   /**
+   * Every record of the thread by key, for retention: four selects in one read transaction (one
+   * snapshot), whatever the thread's length. An expired thread (`ttlSeconds`) has none.
+   */
+  async listThreadRecords(threadId: string): Promise<ThreadRecords> {
+    checkId(threadId, "thread_id", "listThreadRecords");
+    await this.ready();
+    return await this.read(() => {
+      const out: ThreadRecords = { checkpoints: [], blobs: [], writes: [], chunks: [] };
+      if (this.ttlMs && this.run("SELECT expiry", SQL.threadExpired, (s) => s.get({ thread: threadId, now: Date.now() }))) return out;
+      const checkpoints = this.run("SELECT checkpoints", RETENTION_SQL.threadCheckpoints, (s) => s.all(threadId)) as CheckpointRow[];
+      for (const row of checkpoints) {
+        out.checkpoints.push(toRecord(row, JSON.parse(row.channel_versions) as Record<string, string>, row.delta_roots ? (JSON.parse(row.delta_roots) as Record<string, string>) : undefined));
+      }
+      const blobs = this.run("SELECT blobs", RETENTION_SQL.threadBlobs, (s) => s.all(threadId)) as BlobKeyRow[];
+      for (const row of blobs) {
+        out.blobs.push({
+          checkpointNs: row.checkpoint_ns,
+          channel: row.channel,
+          version: row.version,
+          empty: row.empty === 1,
+          bytes: Number(row.bytes),
+          ...(row.base_version !== null ? { baseVersion: row.base_version } : {}),
+          ...(row.refs !== null ? { refs: JSON.parse(row.refs) as string[] } : {}),
+          ...(row.chunk_hash !== null ? { chunkHash: row.chunk_hash } : {}),
+        });
+      }
+      const writes = this.run("SELECT writes", RETENTION_SQL.threadWrites, (s) => s.all(threadId)) as WriteKeyRow[];
+      for (const row of writes) {
+        out.writes.push({
+          checkpointNs: row.checkpoint_ns,
+          checkpointId: row.checkpoint_id,
+          taskId: row.task_id,
+          idx: row.idx,
+          channel: row.channel,
+          bytes: Number(row.bytes),
+          ...(row.refs !== null ? { refs: JSON.parse(row.refs) as string[] } : {}),
+          ...(row.chunk_hash !== null ? { chunkHash: row.chunk_hash } : {}),
+        });
+      }
+      const chunks = this.run("SELECT chunks", RETENTION_SQL.threadChunks, (s) => s.all(threadId)) as Array<{ hash: string; idx: number; bytes: number }>;
+      for (const row of chunks) out.chunks.push({ hash: row.hash, index: row.idx, bytes: Number(row.bytes) });
+      return out;
+    });
+  }
+
+  /**
+   * Removes the listed records of one thread in one `BEGIN IMMEDIATE` transaction (a statement per
+   * table), after checking the fence under the write lock; a crash leaves all of it or none.
+   */
+  async deleteRecords(request: DeleteRecordsRequest): Promise<void> {
+    checkId(request.threadId, "thread_id", "deleteRecords");
+    for (const c of request.checkpoints) {
+      checkNamespace(c.checkpointNs, "deleteRecords");
+      checkId(c.checkpointId, "checkpoint_id", "deleteRecords");
+    }
+    for (const b of request.blobs) {
+      checkNamespace(b.checkpointNs, "deleteRecords");
+      checkId(b.channel, "channel", "deleteRecords");
+    }
+    if (request.fence) checkFence(request.fence, "deleteRecords");
+    await this.ready();
+    const thread = request.threadId;
+    await this.write(() => {
+      if (request.fence) this.checkLease(thread, request.fence, "deleteRecords");
+      if (request.checkpoints.length > 0) {
+        const keys = JSON.stringify(request.checkpoints.map((c) => [c.checkpointNs, c.checkpointId]));
+        this.run("DELETE checkpoints", RETENTION_SQL.deleteCheckpointsByKeys, (s) => s.run({ thread, keys }));
+        this.run("DELETE writes", RETENTION_SQL.deleteWritesByKeys, (s) => s.run({ thread, keys }));
+      }
+      if (request.blobs.length > 0) {
+        const keys = JSON.stringify(request.blobs.map((b) => [b.checkpointNs, b.channel, b.version]));
+        this.run("DELETE blobs", RETENTION_SQL.deleteBlobsByKeys, (s) => s.run({ thread, keys }));
+      }
+      if (request.chunks.length > 0) {
+        this.run("DELETE chunks", RETENTION_SQL.deleteChunksByHashes, (s) => s.run({ thread, hashes: JSON.stringify(request.chunks) }));
+      }
+      if (request.status === null) this.run("DELETE status", SQL.deleteStatus, (s) => s.run(thread));
+      else if (request.status) this.replaceStatus(thread, request.status.checkpointId, request.status.write);
+    });
+  }
+
+  /**
    * Deletes threads whose `ttlSeconds` passed since their last write (at most `limit` per call, 100 by
    * default, oldest expiry first) and returns how many. An expired thread is already invisible to
    * reads, as a whole; this reclaims its rows: each thread in its own `BEGIN IMMEDIATE` transaction,
@@ -1086,6 +1224,20 @@ export class SqliteStore implements CheckpointStore {
     const row = this.run("SELECT lease", SQL.lease, (s) => s.get(threadId)) as LeaseRow | undefined;
     if (row && row.token === fence.token && row.released === 0) return;
     throw new LeaseLostError(threadId, fence.token, row ? { token: row.token, holder: row.released === 1 ? null : row.worker_id } : {}, operation);
+  }
+
+  /** Inside a write transaction: the thread's status becomes `write`, for `checkpointId`, whatever it named. */
+  private replaceStatus(threadId: string, checkpointId: string, write: ThreadStatusWrite): void {
+    this.run("UPSERT status", RETENTION_SQL.replaceStatus, (s) =>
+      s.run(
+        threadId,
+        write.state,
+        checkpointId,
+        write.updatedAt,
+        write.error ?? null,
+        write.interrupts && Object.keys(write.interrupts).length > 0 ? JSON.stringify(write.interrupts) : null,
+      ),
+    );
   }
 
   /** Inside a write transaction: one UPDATE applying the patch when the record names its checkpoint. */
