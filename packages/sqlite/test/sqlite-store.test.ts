@@ -532,3 +532,35 @@ describe("hostile ids", () => {
     await store.close();
   });
 });
+
+describe("chunk rows", () => {
+  const random = (n: number) => Uint8Array.from({ length: n }, (_, i) => (i * 7919 + n) % 251);
+  const parts = (db: Database.Database, thread: string) =>
+    (db.prepare(`SELECT hash, part, length(data) AS n FROM resumable_chunks WHERE thread_id = ? ORDER BY hash, part`).all(thread) as Array<{ hash: string; part: number; n: number }>).map(
+      (r) => `${r.hash}:${r.part}:${r.n}`,
+    );
+
+  it("split a chunk into equal parts of at most 700 bytes, five to a 4 KB page, and read it back exactly", async () => {
+    const { store } = await freshStore();
+    const pieces = [random(2071), random(700), random(701), random(0)].map((data, i) => ({ hash: `p${i}`, index: 0, data }));
+    await store.putCheckpoint({ record: record("t", cid(1)), blobs: [], chunks: pieces });
+    const db = (await store.database()) as unknown as Database.Database;
+    expect(parts(db, "t")).toEqual(["p0:0:691", "p0:1:691", "p0:2:689", "p1:0:700", "p2:0:351", "p2:1:350", "p3:0:0"]);
+    const back = await store.getChunks("t", ["p0", "p1", "p2", "p3"]);
+    expect(back.map((c) => [c.hash, Buffer.from(c.data).toString("hex")])).toEqual(pieces.map((c) => [c.hash, Buffer.from(c.data).toString("hex")]));
+    await store.close();
+  });
+
+  it("leave a chunk stored in 1200-byte parts by an earlier release as it is when it is sent again", async () => {
+    const { store } = await freshStore();
+    const db = (await store.database()) as unknown as Database.Database;
+    const data = random(3000);
+    const insert = db.prepare(`INSERT INTO resumable_chunks (thread_id, hash, idx, part, data) VALUES ('t', 'old', 0, ?, ?)`);
+    [0, 1, 2].forEach((part) => insert.run(part, data.subarray(part * 1200, (part + 1) * 1200)));
+    await store.putWrites({ threadId: "t", checkpointNs: "", checkpointId: cid(1), writes: [], chunks: [{ hash: "old", index: 0, data }], mode: "ignore" });
+    expect(parts(db, "t")).toEqual(["old:0:1200", "old:1:1200", "old:2:600"]);
+    const [chunk] = await store.getChunks("t", ["old"]);
+    expect(Buffer.from(chunk!.data).equals(Buffer.from(data))).toBe(true);
+    await store.close();
+  });
+});
