@@ -55,6 +55,7 @@ export {
 export { idempotencyKey, idempotencyKeyParts, type IdempotencyConfig, type IdempotencyKeyParts } from "./idempotency.js";
 export { ID_LIMITS, ID_RULES, checkIdentifier, type IdentifierRule } from "./ids.js";
 export { MAX_FILTER_KEYS, canonicalFilter } from "./metadata-filter.js";
+export { RUNTIME_METADATA_KEYS } from "./metadata-form.js";
 export { MAX_VALUE_DEPTH, dumpsJsonPlus } from "./json-plus.js";
 export {
   CheckpointImportError,

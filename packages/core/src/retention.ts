@@ -21,6 +21,7 @@
  *
  * @module
  */
+import { filterableMetadata } from "./metadata-form.js";
 import type { BlobKey, CheckpointRecord, DeleteRecordsRequest, SerializedValue, ThreadRecords, WriteKey } from "./store.js";
 
 /** What {@link ResumableSaver.prune} and {@link ResumableSaver.deleteForRuns} removed. */
@@ -152,7 +153,7 @@ export function selectForPrune(records: ThreadRecords, facts: Map<string, Checkp
 
 /** The root checkpoint a subgraph checkpoint belongs to, from `metadata.parents[""]`. */
 function rootParentOf(record: CheckpointRecord): string | undefined {
-  const parents = record.metadataJson.parents;
+  const parents = filterableMetadata(record).parents;
   if (parents === null || typeof parents !== "object" || Array.isArray(parents)) return undefined;
   const root = Object.prototype.hasOwnProperty.call(parents, "") ? (parents as Record<string, unknown>)[""] : undefined;
   return typeof root === "string" && root !== "" ? root : undefined;
@@ -304,7 +305,7 @@ export function planRetention(records: ThreadRecords, selected: Set<string>, fac
  * `counters_since_delta_snapshot`.
  */
 function deltaChannelsToReplay(record: CheckpointRecord, blobs: Map<string, BlobKey>): string[] {
-  const counters = record.metadataJson.counters_since_delta_snapshot;
+  const counters = filterableMetadata(record).counters_since_delta_snapshot;
   if (counters === null || typeof counters !== "object" || Array.isArray(counters)) return [];
   const out: string[] = [];
   for (const channel of Object.keys(counters)) {

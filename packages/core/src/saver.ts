@@ -41,6 +41,7 @@ import { DeltaCache, extendsList, type DeltaCacheOptions, type LineageState, typ
 import { CapabilityMissingError, CorruptRecordError, InvalidConfigError, LeaseLostError, MissingThreadIdError } from "./errors.js";
 import { ID_RULES, checkIdentifier } from "./ids.js";
 import { canonicalFilter } from "./metadata-filter.js";
+import { RUNTIME_METADATA_KEYS, filterableMetadata, plainMetadataFields, recordMetadata } from "./metadata-form.js";
 import { RecordReader, RecordWriter, blobKey, deltaOf, listOf, type WriteSettings } from "./record-codec.js";
 import { EMPTY_VALUE, canonicalJson, canonicalJsonText, canonicalPlainJson, isDefaultSerde } from "./serialization.js";
 import {
@@ -159,12 +160,6 @@ interface StatusNote {
 /** Notes kept at most (one per thread; the oldest go first). */
 const MAX_STATUS_NOTES = 1000;
 
-/**
- * The metadata type of a record whose metadata is exactly its `metadataJson` (plain JSON values):
- * stored once, not twice. Its keys come back sorted, as canonical JSON keeps them.
- */
-const METADATA_AS_JSON = "=";
-
 const DEFAULT_MAX_CHAIN = 1024;
 const DEFAULT_PIECE_BYTES = 256;
 
@@ -282,7 +277,8 @@ export class ResumableSaver extends BaseCheckpointSaver {
       throw new InvalidConfigError("limit", `list(): "limit" must be a non-negative integer, got ${describe(remaining)}.`);
     }
     if (remaining === 0) return;
-    const native = filter === undefined || this.capabilities.nativeMetadataFilter;
+    // The runtime's own keys may be kept out of what a store filters on (see metadata-form.ts).
+    const native = filter === undefined || (this.capabilities.nativeMetadataFilter && !Object.keys(filter).some((key) => RUNTIME_METADATA_KEYS.has(key)));
     const wanted = filter ? Object.keys(filter).map((key) => [key, canonicalJsonText(filter[key])] as const) : [];
     const records = this.store.listCheckpoints({
       threadId,
@@ -294,7 +290,10 @@ export class ResumableSaver extends BaseCheckpointSaver {
     });
     for await (const stored of records) {
       // Core re-checks every record: a store's native filter is an optimisation, never the authority.
-      if (wanted.length > 0 && !wanted.every(([key, text]) => canonicalJsonText(ownValue(stored.record.metadataJson, key)) === text)) continue;
+      if (wanted.length > 0) {
+        const metadata = filterableMetadata(stored.record);
+        if (!wanted.every(([key, text]) => canonicalJsonText(ownValue(metadata, key)) === text)) continue;
+      }
       yield await this.toTuple(stored, false);
       if (remaining !== undefined) {
         remaining -= 1;
@@ -410,12 +409,13 @@ export class ResumableSaver extends BaseCheckpointSaver {
 
   /**
    * The metadata and its canonical JSON. Metadata that is plain JSON data (the runtime's always is) is
-   * stored once, as its `metadataJson`; anything else is serialized as well, so it round-trips.
+   * stored once, as its `metadataJson` (the runtime's own keys written short, see metadata-form.ts);
+   * anything else is serialized as well, so it round-trips.
    */
   private async metadataFields(writer: RecordWriter, metadata: CheckpointMetadata): Promise<Pick<CheckpointRecord, "metadata" | "metadataJson">> {
     const plain = isDefaultSerde(this.serde) ? canonicalPlainJson(metadata) : undefined;
     if (plain !== undefined && plain !== null && typeof plain === "object" && !Array.isArray(plain)) {
-      return { metadata: { type: METADATA_AS_JSON, data: new Uint8Array(0) }, metadataJson: plain as Record<string, unknown> };
+      return plainMetadataFields(plain as Record<string, unknown>);
     }
     const value = await writer.value(metadata, "the checkpoint metadata", false);
     // The metadata was serialized above, so it holds no cycle or bigint: canonical JSON needs no guard.
@@ -1135,7 +1135,7 @@ export class ResumableSaver extends BaseCheckpointSaver {
     if (checkpoint.id === undefined) checkpoint.id = record.checkpointId;
     if (checkpoint.channel_versions === undefined) checkpoint.channel_versions = { ...record.channelVersions };
     const metadata = (
-      record.metadata.type === METADATA_AS_JSON ? record.metadataJson : await reader.load(record.metadata, `metadata of checkpoint ${record.checkpointId}`)
+      recordMetadata(record) ?? (await reader.load(record.metadata, `metadata of checkpoint ${record.checkpointId}`))
     ) as CheckpointMetadata;
     const blobs = new Map(stored.blobs.map((b) => [blobKey(b.channel, b.version), b]));
     const channelValues: Record<string, unknown> = {};

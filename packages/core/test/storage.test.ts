@@ -260,6 +260,46 @@ describe("channels without a value", () => {
   });
 });
 
+describe("checkpoint metadata", () => {
+  const put = async (saver: ResumableSaver, id: string, metadata: Record<string, unknown>) =>
+    saver.put(
+      { configurable: { thread_id: "meta", checkpoint_ns: "" } },
+      { v: 4, id, ts: "2026-12-01T18:45:46.026Z", versions_seen: {}, channel_values: {}, channel_versions: {} } as never,
+      metadata as never,
+      {},
+    );
+
+  it("keeps the runtime's own keys out of metadataJson, written short, and reads every key back exactly", async () => {
+    const store = new RecordingStore();
+    const saver = new ResumableSaver(store);
+    const runtime = { source: "loop", step: 7, parents: {}, delta_writes_versioned: true, counters_since_delta_snapshot: { messages: [99, 149] } };
+    const config = await put(saver, "m1", runtime);
+    const record = store.puts[0]!.record;
+    expect(record.metadataJson).toEqual({ source: "loop", step: 7 });
+    expect(record.metadata.type).toBe("+");
+    expect(text(record.metadata.data)).toBe('dp{"messages":[99,149]}');
+    const back = (await saver.getTuple(config))!.metadata as Record<string, unknown>;
+    expect(back).toEqual(runtime);
+    expect(Object.keys(back)).toEqual(Object.keys(runtime).sort());
+  });
+
+  it("keeps unusual values of those keys, and an own __proto__ key, in metadataJson", async () => {
+    const store = new RecordingStore();
+    const saver = new ResumableSaver(store);
+    const odd = JSON.parse('{"__proto__": {"x": 1}, "parents": {"": "root-1"}, "delta_writes_versioned": false, "source": "loop", "step": 1}') as Record<string, unknown>;
+    const config = await put(saver, "m2", odd);
+    expect(store.puts[0]!.record.metadata.type).toBe("=");
+    const back = (await saver.getTuple(config))!.metadata as Record<string, unknown>;
+    expect(Object.prototype.hasOwnProperty.call(back, "__proto__")).toBe(true);
+    expect(JSON.stringify(back)).toBe(JSON.stringify(Object.fromEntries(Object.entries(odd).sort(([a], [b]) => (a < b ? -1 : 1)))));
+    // With the usual parents beside an own __proto__: split, and both still read back.
+    const split = JSON.parse('{"__proto__": 5, "parents": {}, "source": "loop", "step": 2}') as Record<string, unknown>;
+    const second = await put(saver, "m3", split);
+    expect(store.puts[1]!.record.metadata.type).toBe("+");
+    expect(JSON.stringify((await saver.getTuple(second))!.metadata)).toBe('{"__proto__":5,"parents":{},"source":"loop","step":2}');
+  });
+});
+
 describe("channel versions", () => {
   it("are short, unique per call, and sort as strings in counter order, after the first release's", () => {
     const counters = [1, 2, 9, 10, 35, 36, 1295, 1296, 46655, 46656, 10 ** 9];
