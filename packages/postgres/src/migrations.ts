@@ -153,6 +153,15 @@ export const MIGRATIONS: readonly Migration[] = [
       `ALTER TABLE ${s}.${TABLES.chunks} ADD PRIMARY KEY (thread_id, hash, idx, part)`,
     ],
   },
+  {
+    // The GIN index on metadata_json served only list() with a metadata filter and no thread id (with a
+    // thread id the primary key narrows to the thread's rows first), at about 100 bytes per checkpoint
+    // on disk and an index insert per put. Dropped; a deployment that filters across threads creates
+    // its own (see the README).
+    version: 6,
+    description: "no metadata index",
+    statements: (s) => [`DROP INDEX IF EXISTS ${s}.${TABLES.checkpoints}_metadata`],
+  },
 ];
 
 /** The newest schema version this package knows. */

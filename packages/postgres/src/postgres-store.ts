@@ -189,7 +189,7 @@ interface ReadRow {
  *   atomic without an explicit transaction.
  * - `getCheckpoint` is one query returning the checkpoint, the blobs it references and its writes;
  *   `getHistory` is one recursive query whatever the depth; `listCheckpoints` pages by keyset.
- * - Metadata filters use jsonb containment (GIN, `jsonb_path_ops`) plus per-key equality.
+ * - Metadata filters use jsonb containment plus per-key equality, within the thread's primary-key range.
  *
  * @example
  * ```ts
@@ -553,7 +553,7 @@ export class PostgresStore implements CheckpointStore {
     }
     const filter = query.filter ? Object.entries(query.filter).filter(([, value]) => value !== undefined) : [];
     if (filter.length > 0) {
-      // Containment narrows through the GIN index; per-key equality makes it exact ({a: [1]} contains
+      // Containment (which an index of the user's own can serve); per-key equality makes it exact ({a: [1]} contains
       // in {a: [1, 2]} but does not equal it). Both sides are sanitized the same way (see below).
       const sanitized = filter.map(([key, value]) => [sanitizeJson(key) as string, sanitizeJson(value)] as const);
       conditions.push(`metadata_json @> ${p.add(JSON.stringify(Object.fromEntries(sanitized)))}::jsonb`);

@@ -367,3 +367,14 @@ describe("chunk rows", () => {
     expect(Buffer.from(chunk!.data).equals(Buffer.from(data))).toBe(true);
   });
 });
+
+describe("schema", () => {
+  it("indexes checkpoints by their primary key only (no metadata index to write at every put)", async () => {
+    const mine = new PostgresStore(db.pool(), { schema: "index_check" });
+    await mine.setup();
+    const { rows } = await mine.pool.query<{ indexname: string }>(
+      `SELECT indexname FROM pg_indexes WHERE schemaname = 'index_check' AND tablename = 'resumable_checkpoints' ORDER BY indexname`,
+    );
+    expect(rows.map((r) => r.indexname)).toEqual(["resumable_checkpoints_pkey"]);
+  });
+});
