@@ -327,6 +327,17 @@ export class ManyWorkers {
   }
 }
 
+/**
+ * Refuses a removal's status (see {@link ManyWorkers.replaceStatus}) that could not be stored, before
+ * anything is removed: `InvalidConfigError` naming the field.
+ */
+export function checkRemovalStatus(status: { checkpointId: string; write: ThreadStatusWrite }): void {
+  if (!(THREAD_STATES as readonly unknown[]).includes(status.write.state)) {
+    throw new InvalidConfigError("state", `${STORE}: a thread status's state must be one of ${THREAD_STATES.join(", ")}, got ${JSON.stringify(status.write.state)}.`);
+  }
+  statusFields(putRecord(status.write, status.checkpointId));
+}
+
 function lostError(threadId: string, fence: LeaseFence, doc: LeaseDoc | undefined, operation: string): LeaseLostError {
   return new LeaseLostError(threadId, fence.token, doc?.token !== undefined ? { token: doc.token, holder: doc.released ? null : (doc.worker ?? null) } : {}, operation);
 }

@@ -59,7 +59,7 @@ import {
   type WriteDoc,
 } from "./documents.js";
 import { checkCollectionPrefix, checkDatabaseName, checkId, onlyDuplicateKeys, translateError } from "./errors.js";
-import { ManyWorkers, REGISTER_INDEX, STATUS_INDEX, newOp, type LeaseDoc } from "./many-workers.js";
+import { ManyWorkers, REGISTER_INDEX, STATUS_INDEX, checkRemovalStatus, newOp, type LeaseDoc } from "./many-workers.js";
 import { blobKeyOf, chunkKeyOf, mapAll, removalFilters, writeHeadOf, writeKeyOf } from "./retention.js";
 import { ThreadExpiry, live, type ThreadDoc } from "./thread-expiry.js";
 
@@ -649,7 +649,10 @@ export class MongoDBStore implements CheckpointStore {
       checkId(`version of channel "${b.channel}"`, b.version);
     }
     for (const hash of request.chunks) checkId("chunk hash", hash);
-    if (request.status) checkId("status checkpoint_id", request.status.checkpointId);
+    if (request.status) {
+      checkId("status checkpoint_id", request.status.checkpointId);
+      checkRemovalStatus(request.status);
+    }
     await this.ensureReady();
     const operation = "deleteRecords";
     const fence = this.manyWorkers ? request.fence : undefined;

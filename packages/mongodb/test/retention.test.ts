@@ -3,7 +3,7 @@
 // collection, then one deleteMany per collection, checkpoints first), the lease register left as it
 // was, what a refused fenced put left (not listed, then removed), a refused fenced prune, and an
 // expired thread listing nothing.
-import { LeaseLostError, ResumableSaver, type ChunkRecord, type Lease } from "@resumable/core";
+import { InvalidConfigError, LeaseLostError, ResumableSaver, type ChunkRecord, type Lease } from "@resumable/core";
 import type { CommandStartedEvent, Document } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -161,6 +161,22 @@ describe.each(HANDLERS)("retention on FerretDB (%s handler)", (handler) => {
     expect((await b.collections.checkpoints.find({ thread_id: thread }).toArray()).map((d) => d.checkpoint_id)).toEqual([cid(4)]);
     expect(await register(b, thread)).toEqual(registerBefore);
     expect((await b.getCheckpoint({ threadId: thread, checkpointNs: "" }))?.record.checkpointId).toBe(cid(4));
+  });
+
+  it("a removal whose status could not be stored is refused with InvalidConfigError before anything is removed", async () => {
+    const store = await open({ manyWorkers: true });
+    const thread = threadId("badstatus");
+    for (let i = 0; i < 3; i += 1) await step(store, thread, i);
+    const before = await documents(store, thread);
+    const removal = { threadId: thread, checkpoints: [{ checkpointNs: "", checkpointId: cid(0) }], blobs: [{ checkpointNs: "", channel: "a", version: "0" }], chunks: ["h0"] };
+    for (const write of [{ state: "done" as const, updatedAt: -1 }, { state: "finished" as never, updatedAt: 1 }]) {
+      const error = await store.deleteRecords({ ...removal, status: { checkpointId: cid(2), write } }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InvalidConfigError);
+      expect(await documents(store, thread)).toEqual(before);
+    }
+    await store.deleteRecords({ ...removal, status: { checkpointId: cid(2), write: { state: "done", updatedAt: 7 } } });
+    expect(await documents(store, thread)).toEqual({ checkpoints: 2, blobs: 3, writes: 2, chunks: 2 });
+    expect(await store.getThreadStatus(thread)).toMatchObject({ state: "done", checkpointId: cid(2), updatedAt: 7, attempts: 0 });
   });
 
   it("an expired thread (ttlSeconds) lists nothing, so a prune removes nothing of it", async () => {
