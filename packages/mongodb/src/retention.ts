@@ -88,8 +88,10 @@ export function writeHeadOf(doc: WriteDoc): WriteHead {
  */
 export function writeKeyOf(head: WriteHead, committed: boolean): WriteKey {
   const seen = head.next && (committed || head.value === undefined) ? head.next : { channel: head.channel, value: head.value ?? { bytes: 0 } };
-  const refs = [...new Set([...(head.value?.refs ?? []), ...(head.next?.value.refs ?? [])])];
-  const chunkHash = seen.value.chunkHash ?? head.value?.chunkHash ?? head.next?.value.chunkHash;
+  const chunkHash = seen.value.chunkHash;
+  // Core keeps what `refs` and `chunkHash` name alike: the other value's chunks go with its pieces.
+  const hashes = [head.value, head.next?.value].flatMap((v) => [...(v?.refs ?? []), ...(v?.chunkHash !== undefined ? [v.chunkHash] : [])]);
+  const refs = [...new Set(hashes)].filter((h) => h !== chunkHash);
   const key: WriteKey = { checkpointNs: head.checkpointNs, checkpointId: head.checkpointId, taskId: head.taskId, idx: head.idx, channel: seen.channel, bytes: seen.value.bytes };
   if (refs.length > 0) key.refs = refs;
   if (chunkHash !== undefined) key.chunkHash = chunkHash;

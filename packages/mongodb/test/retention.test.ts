@@ -163,6 +163,29 @@ describe.each(HANDLERS)("retention on FerretDB (%s handler)", (handler) => {
     expect((await b.getCheckpoint({ threadId: thread, checkpointNs: "" }))?.record.checkpointId).toBe(cid(4));
   });
 
+  it("a kept write keeps the pieces of both its values: the one readers see and one a fenced call left pending beside it", async () => {
+    const a = await open({ manyWorkers: true });
+    const b = await open({ manyWorkers: true, dbName: a.db.databaseName });
+    const thread = threadId("pending");
+    const leaseA = (await a.claimLease({ threadId: thread, workerId: "a", ttlMs: 50 }))!;
+    await step(a, thread, 0, leaseA);
+    await step(a, thread, 1, leaseA);
+    await sleep(120);
+    const leaseB = (await b.claimLease({ threadId: thread, workerId: "b", ttlMs: 60_000 }))!;
+    // A, its lease lost, replaces checkpoint 1's write with a value referencing piece p: refused, left under `next`.
+    const piece: ChunkRecord = { hash: "p", index: 0, data: new Uint8Array(200).fill(9) };
+    const replaced = { ...write("task", 0, "a", "replaced"), value: { ...json("replaced"), refs: [piece.hash] } };
+    const refused = await a
+      .putWrites({ threadId: thread, checkpointNs: "", checkpointId: cid(1), writes: [replaced], chunks: [piece], mode: "upsert", fence: leaseA })
+      .catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(LeaseLostError);
+    const listed = (await b.listThreadRecords(thread)).writes.find((w) => w.checkpointId === cid(1));
+    expect(listed).toMatchObject({ taskId: "task", channel: "a", bytes: json("w1").data.byteLength });
+    await new ResumableSaver(b).withLease(leaseB).prune([thread], { keepLast: 1 });
+    expect((await b.collections.chunks.find({ thread_id: thread }).toArray()).map((c) => c.hash).sort()).toEqual(["h1", "p"]);
+    expect((await b.getCheckpoint({ threadId: thread, checkpointNs: "" }))?.writes.map((w) => w.value.refs)).toEqual([["h1"]]);
+  });
+
   it("a removal whose status could not be stored is refused with InvalidConfigError before anything is removed", async () => {
     const store = await open({ manyWorkers: true });
     const thread = threadId("badstatus");
