@@ -28,7 +28,9 @@
  * The writer of entry `seq + 1` strips entry `seq` down to `thread_id`, `seq` and `op`, so the status
  * index `(state, updated_at, thread_id)` holds the newest entry of each thread and, after a crash
  * between the two requests, a few older ones, which `listThreads` recognises and skips.
- * `deleteThread` and the TTL sweep append an entry without status: the token stays.
+ * `deleteThread` and the TTL sweep append an entry without status: the token stays. A removal of part
+ * of a thread (`deleteRecords`, for prune) reads the newest entry as its fence and appends one only
+ * for the status change it carries; no entry is ever removed.
  *
  * @module
  */
@@ -286,6 +288,34 @@ export class ManyWorkers {
     }
   }
 
+  /**
+   * Throws {@link LeaseLostError} unless the newest entry holds `fence.token` unreleased: the fence of a
+   * removal (`deleteRecords`), read once before its first removal (FerretDB has no multi-document
+   * atomicity, so a removal that passed it runs to its end, as a committed put's untag does).
+   */
+  async holds(threadId: string, fence: LeaseFence, operation: string): Promise<void> {
+    const current = await this.newest(threadId, operation);
+    if (current?.token !== fence.token || current.released === true) throw lostError(threadId, fence, current, operation);
+  }
+
+  /**
+   * After a removal took away the root checkpoint the status describes: the status of the new latest
+   * root checkpoint, whatever the stored one names (attempts 0), or none (`null`). With `fence`, only
+   * while the lease still holds it: once the thread was taken over, its status is the new holder's.
+   */
+  async replaceStatus(threadId: string, status: { checkpointId: string; write: ThreadStatusWrite } | null, fence: LeaseFence | undefined, operation: string): Promise<void> {
+    await this.change(threadId, operation, (current): Decision<undefined> => {
+      if (fence && (current?.token !== fence.token || current.released === true)) return { result: undefined };
+      const next = stateOf(current);
+      if (status === null) {
+        if (current?.state === undefined) return { result: undefined };
+        for (const field of STATUS_FIELDS) delete next[field];
+        return { next, result: undefined };
+      }
+      return { next: { ...next, ...statusFields(putRecord(status.write, status.checkpointId)) }, result: undefined };
+    });
+  }
+
   /** After `deleteThread` (and the TTL sweep): an entry without status; the lease stays. */
   async forget(threadId: string, operation: string): Promise<void> {
     await this.change(threadId, operation, (current) => {
@@ -295,6 +325,17 @@ export class ManyWorkers {
       return { next, result: undefined };
     });
   }
+}
+
+/**
+ * Refuses a removal's status (see {@link ManyWorkers.replaceStatus}) that could not be stored, before
+ * anything is removed: `InvalidConfigError` naming the field.
+ */
+export function checkRemovalStatus(status: { checkpointId: string; write: ThreadStatusWrite }): void {
+  if (!(THREAD_STATES as readonly unknown[]).includes(status.write.state)) {
+    throw new InvalidConfigError("state", `${STORE}: a thread status's state must be one of ${THREAD_STATES.join(", ")}, got ${JSON.stringify(status.write.state)}.`);
+  }
+  statusFields(putRecord(status.write, status.checkpointId));
 }
 
 function lostError(threadId: string, fence: LeaseFence, doc: LeaseDoc | undefined, operation: string): LeaseLostError {

@@ -13,6 +13,7 @@ import {
   type BlobRecord,
   type CheckpointStore,
   type ChunkRecord,
+  type DeleteRecordsRequest,
   type HistoryAncestor,
   type HistoryQuery,
   type HistoryResult,
@@ -30,6 +31,7 @@ import {
   type StoredCheckpoint,
   type SerializedValue,
   type ThreadScope,
+  type ThreadRecords,
   type ThreadStatusRecord,
   type WriteRecord,
 } from "@resumable/core";
@@ -57,7 +59,8 @@ import {
   type WriteDoc,
 } from "./documents.js";
 import { checkCollectionPrefix, checkDatabaseName, checkId, onlyDuplicateKeys, translateError } from "./errors.js";
-import { ManyWorkers, REGISTER_INDEX, STATUS_INDEX, newOp, type LeaseDoc } from "./many-workers.js";
+import { ManyWorkers, REGISTER_INDEX, STATUS_INDEX, checkRemovalStatus, newOp, type LeaseDoc } from "./many-workers.js";
+import { blobKeyOf, chunkKeyOf, mapAll, removalFilters, writeHeadOf, writeKeyOf } from "./retention.js";
 import { ThreadExpiry, live, type ThreadDoc } from "./thread-expiry.js";
 
 /** Options of {@link MongoDBStore}. */
@@ -163,6 +166,11 @@ export class MongoDBStore implements CheckpointStore {
   private listener: StoreCommandListener | undefined;
   private closed = false;
   private ready: Promise<void> | undefined;
+  /**
+   * Per thread, the checkpoint documents its last listing found tagged by a fenced put never committed
+   * (invisible to every read), for its next removal to take along: see {@link listThreadRecords}.
+   */
+  private readonly uncommitted = new Map<string, Array<{ _id: string; op: string }>>();
 
   /** @param client A `MongoClient` (left open by `close()`: the caller owns it). */
   constructor(client: MongoClient, options: MongoDBStoreOptions = {}) {
@@ -195,6 +203,7 @@ export class MongoDBStore implements CheckpointStore {
       commandEvents: true,
       valueRefs: true,
       deltaRanges: true,
+      retention: true,
       ...(this.manyWorkers ? { leases: true, threadStatus: true } : {}),
     };
   }
@@ -565,6 +574,97 @@ export class MongoDBStore implements CheckpointStore {
     await this.ensureReady();
     await this.deleteThreadData(threadId, "deleteThread");
     await this.expiry?.forget(threadId, "deleteThread");
+  }
+
+  /**
+   * Every record of the thread by key, for retention: one query per collection, each an equality on
+   * `thread_id`, all at once, whatever the thread's length. Values are read to count their bytes and
+   * dropped as they arrive (FerretDB has no `$binarySize`). An expired thread (`ttlSeconds`) has none.
+   *
+   * With `manyWorkers`, records a fenced call left tagged are listed as readers see them (one lookup
+   * per such record): a checkpoint document whose commit is missing is not a checkpoint (its blobs
+   * and chunks, read by nothing, are then removed by the prune as orphans, and the document itself,
+   * when older than the thread's newest checkpoint, by the removal that follows this listing); a
+   * write is listed with the value readers see.
+   */
+  async listThreadRecords(threadId: string): Promise<ThreadRecords> {
+    this.check();
+    checkId("thread_id", threadId);
+    await this.ensureReady();
+    const operation = "listThreadRecords";
+    const where = { thread_id: threadId };
+    const { checkpoints, blobs, writes, chunks } = this.collections;
+    const marker = this.expiry?.read(threadId, operation);
+    const [checkpointDocs, blobKeys, writeHeads, chunkKeys] = await Promise.all([
+      this.run("find checkpoints", operation, () => checkpoints.find(where, ALL).toArray()),
+      this.run("find blobs", operation, () => mapAll(blobs.find(where, ALL), blobKeyOf)),
+      this.run("find writes", operation, () => mapAll(writes.find(where, ALL), writeHeadOf)),
+      this.run("find chunks", operation, () => mapAll(chunks.find(where, ALL), chunkKeyOf)),
+    ]);
+    this.uncommitted.delete(threadId);
+    if (marker && !live(await marker)) return { checkpoints: [], blobs: [], writes: [], chunks: [] };
+    const visible = await this.hideUncommitted(checkpointDocs, operation);
+    let newest: string | undefined;
+    for (const doc of visible) if (newest === undefined || doc.checkpoint_id > newest) newest = doc.checkpoint_id;
+    // Older than the newest checkpoint, as core judges writes without a checkpoint: a newer one may
+    // belong to a put still under way.
+    const garbage = checkpointDocs.filter((d) => d.tag && !visible.includes(d) && newest !== undefined && d.checkpoint_id < newest);
+    if (garbage.length > 0) {
+      if (this.uncommitted.size >= 1000) this.uncommitted.clear();
+      this.uncommitted.set(threadId, garbage.map((d) => ({ _id: d._id, op: d.tag!.op })));
+    }
+    const pending = writeHeads.filter((w) => w.next);
+    const committed = pending.length === 0 ? new Set<string>() : await this.workers.committed(pending.map((w) => ({ threadId, op: w.next!.op })), operation);
+    return {
+      checkpoints: visible.map(fromCheckpointDoc),
+      blobs: blobKeys,
+      writes: writeHeads.map((w) => writeKeyOf(w, w.next !== undefined && committed.has(`${threadId}\u0000${w.next.op}`))),
+      chunks: chunkKeys,
+    };
+  }
+
+  /**
+   * Removes what the request lists with one `deleteMany` per collection (under `thread_id`), in the
+   * order that makes a crash harmless without transactions: checkpoint documents (the commit points),
+   * then their writes, then blobs, then chunks; a crash leaves only records nothing reads, which the
+   * next prune removes. The lease register is never touched but for the status change the request
+   * carries (an appended entry, after the removals).
+   *
+   * With `fence`, the thread's newest register entry is read first: `LeaseLostError`, nothing removed,
+   * when another worker holds the thread. The check and the removals are not one atomic step (no
+   * multi-document transaction): a removal that passed it runs to its end, and its status change is
+   * dropped if the lease moved meanwhile (the status is then the new holder's).
+   */
+  async deleteRecords(request: DeleteRecordsRequest): Promise<void> {
+    this.check();
+    const { threadId } = request;
+    checkId("thread_id", threadId);
+    for (const c of request.checkpoints) {
+      checkId("checkpoint_ns", c.checkpointNs);
+      checkId("checkpoint_id", c.checkpointId);
+    }
+    for (const b of request.blobs) {
+      checkId("checkpoint_ns", b.checkpointNs);
+      checkId(`channel name "${b.channel}"`, b.channel);
+      checkId(`version of channel "${b.channel}"`, b.version);
+    }
+    for (const hash of request.chunks) checkId("chunk hash", hash);
+    if (request.status) {
+      checkId("status checkpoint_id", request.status.checkpointId);
+      checkRemovalStatus(request.status);
+    }
+    await this.ensureReady();
+    const operation = "deleteRecords";
+    const fence = this.manyWorkers ? request.fence : undefined;
+    if (fence) await this.workers.holds(threadId, fence, operation);
+    const filters = removalFilters(request, this.uncommitted.get(threadId));
+    this.uncommitted.delete(threadId);
+    const { checkpoints, writes, blobs, chunks } = this.collections;
+    for (const filter of filters.checkpoints) await this.run("delete checkpoints", operation, () => checkpoints.deleteMany(filter));
+    for (const filter of filters.writes) await this.run("delete writes", operation, () => writes.deleteMany(filter));
+    for (const filter of filters.blobs) await this.run("delete blobs", operation, () => blobs.deleteMany(filter));
+    for (const filter of filters.chunks) await this.run("delete chunks", operation, () => chunks.deleteMany(filter));
+    if (this.manyWorkers && request.status !== undefined) await this.workers.replaceStatus(threadId, request.status, fence, operation);
   }
 
   /**

@@ -11,7 +11,8 @@ import { MongoDBStore } from "../src/index.js";
 import { TestServer } from "./helpers.js";
 
 /**
- * With `manyWorkers`, only the categories the option adds (leases, thread status, thread listing) run:
+ * With `manyWorkers`, only the categories the option adds (leases, thread status, thread listing) and
+ * retention (whose removals are fenced and change the status with it) run:
  * every other category runs, with the option off, in conformance-{sqlite,postgresql}.test.ts.
  */
 export function mongoConformance(handler: FerretDbHandler, options: { manyWorkers?: boolean } = {}): void {
@@ -34,7 +35,7 @@ export function mongoConformance(handler: FerretDbHandler, options: { manyWorker
     },
     // Crash injection runs in crash-*.test.ts: its children need a factory module.
     manyWorkers
-      ? { name: `mongodb-${handler} (manyWorkers)`, crash: false, langchain: false, categories: ["leases", "thread-status", "thread-listing"] }
+      ? { name: `mongodb-${handler} (manyWorkers)`, crash: false, langchain: false, categories: ["leases", "thread-status", "thread-listing", "retention"] }
       : { name: `mongodb-${handler}`, crash: false },
   );
 }
