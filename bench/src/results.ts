@@ -26,6 +26,12 @@ export interface GrowthPoint {
   logicalBytes: number;
   /** `null` for in-memory savers. */
   physicalBytes: number | null;
+  /**
+   * Physical bytes of the same database before the thread's first turn (its empty schema, a page or
+   * so per table and index: fixed per database, not per thread); `null` for in-memory savers. Absent
+   * in results written before it was measured.
+   */
+  emptyPhysicalBytes?: number | null;
   /** True when extrapolated from shorter threads instead of written (plain reducer, long threads). */
   estimated: boolean;
   /** Wall time to write the turns since the previous point, per turn, in ms (durability `sync`). */

@@ -52,11 +52,13 @@ export function checkTargets(results: Omit<BenchResults, "targets">): TargetChec
     for (const g of results.growth.filter((p) => p.backend === backend.id && p.state === "plain" && !p.estimated)) {
       const logical = g.logicalBytes / g.rawBytes;
       const physical = g.physicalBytes === null ? null : g.physicalBytes / g.rawBytes;
+      // On disk, judged on what the thread adds: the empty schema is a fixed cost of the database.
+      const net = g.physicalBytes === null ? null : (g.physicalBytes - (g.emptyPhysicalBytes ?? 0)) / g.rawBytes;
       checks.push({
-        target: `plain reducer, ${g.turns} turns: ≤ 1.5× raw logical${physical === null ? "" : ", ≤ 2× on disk"}`,
+        target: `plain reducer, ${g.turns} turns: ≤ 1.5× raw logical${physical === null ? "" : ", ≤ 2× on disk (net of the empty schema)"}`,
         backend: backend.id,
-        measured: `${formatRatio(logical)}${physical === null ? "" : ` (${formatRatio(physical)} on disk)`}`,
-        met: logical <= 1.5 && (physical === null || physical <= 2),
+        measured: `${formatRatio(logical)}${physical === null || net === null ? "" : ` (on disk ${formatRatio(net)} net, ${formatRatio(physical)} with the empty schema)`}`,
+        met: logical <= 1.5 && (net === null || net <= 2),
       });
     }
     for (const state of ["delta", "delta-nosnap"] as const) {

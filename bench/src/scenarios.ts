@@ -72,6 +72,9 @@ export async function runGrowth(
     const conversation = conversationGraph(turns, () => target, instance.saver);
     const threadId = `growth-${state}`;
     const runConfig = { configurable: { thread_id: threadId }, durability: "sync" as const };
+    // What the database holds before the thread's first turn (tables and indexes, empty): fixed per
+    // database, reported apart from what the thread adds.
+    const emptyPhysical = (await instance.measureBytes()).physical;
     let written = 0;
     for (const sample of samples) {
       const spent = (nowMs() - threadStart) / 1000;
@@ -104,6 +107,7 @@ export async function runGrowth(
         rawBytes: sample * 2 * config.messageBytes,
         logicalBytes: bytes.logical,
         physicalBytes: bytes.physical,
+        emptyPhysicalBytes: emptyPhysical,
         estimated: false,
         msPerTurn: sample > from ? elapsed / (sample - from) : null,
       });
