@@ -35,6 +35,7 @@ import {
   type CheckpointRecord,
   type CheckpointStore,
   type ChunkRecord,
+  type DeleteRecordsRequest,
   type HistoryAncestor,
   type HistoryQuery,
   type HistoryResult,
@@ -54,6 +55,7 @@ import {
   type StoreCapabilities,
   type StoreCommandListener,
   type StoredCheckpoint,
+  type ThreadRecords,
   type ThreadScope,
   type WriteRecord,
 } from "@resumable/core";
@@ -75,8 +77,9 @@ import {
   writeCommitItem,
   writeItem,
 } from "./items.js";
-import { LEASE_KEY, PK, SK, blobKey, checkpointKey, chunkKey, checkpointPrefix, parseCheckpointKey, prefixEnd, writesPrefix } from "./keys.js";
+import { LEASE_KEY, PK, SK, blobKey, checkpointKey, chunkKey, checkpointPrefix, isUnnamedNs, parseCheckpointKey, prefixEnd, writesPrefix } from "./keys.js";
 import { STATUS_INDEX, STATUS_INDEX_PK, STATUS_INDEX_SK, leaseKey, readLease, readStatus, statusIndexKey, statusItem, statusKey, timeKey } from "./many-workers.js";
+import { ThreadListing, removalOf } from "./retention.js";
 import { setupTable, type CreateTableOptions } from "./table.js";
 import { TableClient, mapLimit, type DynamoDBClientLike, type DynamoDBRetryOptions, type Key } from "./table-client.js";
 import { ThreadTtl, type DynamoDBTtlOptions } from "./thread-ttl.js";
@@ -131,6 +134,8 @@ const STORE = "DynamoDBStore";
 const TRANSACTION_BUDGET = 3_400_000;
 /** Actions one TransactWriteItems may hold. */
 const MAX_TRANSACTION_ACTIONS = 100;
+/** Actions of a fenced removal's transactions: as many as a BatchWriteItem holds, and what moto 5.2.5 accepts. */
+const REMOVAL_TRANSACTION_ACTIONS = 25;
 /** What a status action reports when an earlier try of its commit was applied after all. */
 const LANDED = Symbol("landed");
 /** Tries of one commit through refused status revisions, conflicts and throttling. */
@@ -212,6 +217,7 @@ export class DynamoDBStore implements CheckpointStore {
       commandEvents: true,
       valueRefs: true,
       deltaRanges: true,
+      retention: true,
       ...(this.manyWorkers ? { leases: true, threadStatus: true } : {}),
     };
   }
@@ -925,7 +931,7 @@ export class DynamoDBStore implements CheckpointStore {
     this.check();
     checkIdentifier(threadId, ID_RULES.threadId, STORE);
     const remove = async (condition: string | undefined, values: Record<string, string>) => {
-      const items = await this.db.queryAll("Query thread keys", "deleteThread", { ...this.keyCondition(threadId, condition, values), ProjectionExpression: "#pk, #sk" });
+      const items = await this.db.queryAll("Query thread keys", "deleteThread", { ...this.keyCondition(threadId, condition, values, { "#sk": SK }), ProjectionExpression: "#pk, #sk" });
       // The lease item stays (manyWorkers): its token must keep growing for a new thread of this id.
       const doomed = items.filter((item) => item[SK]!.S! !== LEASE_KEY);
       await this.db.batchWrite("deleteThread", doomed.map((item) => ({ DeleteRequest: { Key: itemKey(item[PK]!.S!, item[SK]!.S!) } })));
@@ -933,6 +939,90 @@ export class DynamoDBStore implements CheckpointStore {
     await remove("begins_with(#sk, :lo)", { ":lo": "c|" });
     await remove(undefined, {});
     this.ttl?.forget(threadId);
+  }
+
+  /**
+   * Every record of the thread, for retention: one strongly consistent Query over its partition, in
+   * pages of 1 MB, reading whole items (core reports the bytes each record holds). A spilled item is
+   * read from the chunks the same Query brings, or from one BatchGetItem when it came after them.
+   * The lease and status items are not records; expired items (TTL) are not listed. See retention.ts.
+   */
+  async listThreadRecords(threadId: string): Promise<ThreadRecords> {
+    this.check();
+    checkIdentifier(threadId, ID_RULES.threadId, STORE);
+    const listing = new ThreadListing();
+    for await (const page of this.db.query("Query thread", "listThreadRecords", this.keyCondition(threadId, undefined, {}))) {
+      for (const item of page) if (this.live(item)) listing.add(item);
+    }
+    const missing = listing.missingSpills();
+    return listing.finish(missing.size > 0 ? await this.fetchChunks(threadId, missing, "listThreadRecords") : []);
+  }
+
+  /**
+   * Removes what the request lists, with what goes with it (see retention.ts): one Query of the
+   * partition's keys finds the write and commit items under the request's checkpoint ids, the chunk
+   * items of its hashes and the spill chunks of removed items; then checkpoint items, commit items,
+   * write items, blobs and chunks are removed in that order, each group (BatchWriteItem, 25 a request)
+   * once the one before is gone, so that a crash leaves only records nothing reads. The lease item is
+   * never among them.
+   *
+   * With `manyWorkers`, a fence makes every group TransactWriteItems of a ConditionCheck on the lease
+   * item and 24 removals, one after the other: a worker that lost the thread removes nothing more
+   * ({@link LeaseLostError}). A status change goes into the first of them, with the newest checkpoints
+   * removed: a crash after it leaves a status naming a kept checkpoint (a new run of the removal then
+   * leaves it so), where one written last would be left naming a checkpoint already gone.
+   */
+  async deleteRecords(request: DeleteRecordsRequest): Promise<void> {
+    this.check();
+    const { threadId, fence, status } = request;
+    checkIdentifier(threadId, ID_RULES.threadId, STORE);
+    for (const c of request.checkpoints) {
+      checkRemovalNs(c.checkpointNs);
+      checkIdentifier(c.checkpointId, ID_RULES.checkpointId, STORE);
+    }
+    for (const b of request.blobs) {
+      checkRemovalNs(b.checkpointNs);
+      checkBlobKey(b.channel, b.version);
+    }
+    for (const hash of request.chunks) checkIdentifier(hash, HASH_RULE, STORE);
+    if (fence !== undefined || status !== undefined) this.checkManyWorkers("deleteRecords (with a fence or a status)");
+    if (status) checkIdentifier(status.checkpointId, ID_RULES.checkpointId, STORE);
+    const anything = request.checkpoints.length + request.blobs.length + request.chunks.length > 0;
+    const inventory = anything
+      ? await this.db.queryAll("Query thread keys", "deleteRecords", { ...this.keyCondition(threadId, undefined, {}, { "#sk": SK, "#x": "x" }), ProjectionExpression: "#pk, #sk, #x" })
+      : [];
+    const removal = removalOf(request, inventory);
+    const groups = [removal.checkpoints, removal.commits, removal.writes, removal.blobs, removal.chunks].filter((keys) => keys.length > 0);
+    if (fence === undefined && status === undefined) {
+      for (const keys of groups) await this.db.batchWrite("deleteRecords", keys.map((sk) => ({ DeleteRequest: { Key: itemKey(threadId, sk) } })));
+      return;
+    }
+    const deletions = (keys: string[]): TransactWriteItem[] => keys.map((sk) => ({ Delete: { TableName: this.tableName, Key: itemKey(threadId, sk) } }));
+    let statusAction = status === undefined ? undefined : await this.statusReplacement(threadId, status);
+    const room = REMOVAL_TRANSACTION_ACTIONS - (fence ? 1 : 0);
+    for (const keys of groups) {
+      let rest = keys;
+      if (statusAction) {
+        const first = rest.slice(0, room - 1);
+        await this.commit("deleteRecords", threadId, fence, [...deletions(first), statusAction]);
+        statusAction = undefined;
+        rest = rest.slice(first.length);
+      }
+      if (fence === undefined) {
+        await this.db.batchWrite("deleteRecords", rest.map((sk) => ({ DeleteRequest: { Key: itemKey(threadId, sk) } })));
+        continue;
+      }
+      // One at a time: concurrent transactions on one lease item would cancel each other (TransactionConflict).
+      for (let i = 0; i < rest.length; i += room) await this.commit("deleteRecords", threadId, fence, deletions(rest.slice(i, i + room)));
+    }
+    if (statusAction) await this.commit("deleteRecords", threadId, fence, [statusAction]);
+  }
+
+  /** The action that gives the thread the status a removal carries: a Put whatever the item names, or a Delete for `null`. */
+  private async statusReplacement(threadId: string, status: NonNullable<DeleteRecordsRequest["status"]> | null): Promise<TransactWriteItem> {
+    if (status === null) return { Delete: { TableName: this.tableName, Key: statusKey(threadId) } };
+    const record = recordOfWrite(threadId, status.checkpointId, status.write, undefined)!;
+    return { Put: { TableName: this.tableName, Item: this.statusItemOf(record, await this.stamp(threadId, "deleteRecords", false)) } };
   }
 
   async close(): Promise<void> {
@@ -966,7 +1056,8 @@ export class DynamoDBStore implements CheckpointStore {
   private keyCondition(threadId: string, sortCondition: string | undefined, values: Record<string, string>, names: Record<string, string> = {}): Omit<QueryCommandInput, "TableName"> {
     return {
       KeyConditionExpression: sortCondition === undefined ? "#pk = :pk" : `#pk = :pk AND ${sortCondition}`,
-      ExpressionAttributeNames: { "#pk": PK, "#sk": SK, ...names },
+      // DynamoDB refuses a name that the expressions do not use.
+      ExpressionAttributeNames: { "#pk": PK, ...(sortCondition === undefined ? {} : { "#sk": SK }), ...names },
       ExpressionAttributeValues: Object.fromEntries(Object.entries({ ":pk": threadId, ...values }).map(([k, v]) => [k, { S: v }])),
       ConsistentRead: this.consistent,
     };
@@ -1162,6 +1253,12 @@ function checkRecord(record: CheckpointRecord): void {
   checkIdentifier(record.checkpointId, ID_RULES.checkpointId, STORE);
   if (record.parentCheckpointId !== undefined) checkIdentifier(record.parentCheckpointId, ID_RULES.checkpointId, STORE);
   for (const [channel, version] of Object.entries(record.channelVersions)) checkBlobKey(channel, version);
+}
+
+/** A namespace of a removal: a real one, or the name a listing gives a hashed namespace it cannot name. */
+function checkRemovalNs(ns: string): void {
+  if (typeof ns === "string" && isUnnamedNs(ns)) return;
+  checkIdentifier(ns, ID_RULES.checkpointNs, STORE);
 }
 
 function checkBlobKey(channel: string, version: string): void {

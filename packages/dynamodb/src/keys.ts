@@ -71,9 +71,34 @@ function readOrdered(key: string, at: number): [string, number] {
   }
 }
 
+/**
+ * Starts the name retention gives a hashed namespace it cannot name: records of a namespace longer than
+ * {@link INLINE_NS_BYTES} whose checkpoints (the only items that carry the full name) are gone, as a
+ * crash between two steps of a removal leaves them. Core refuses NUL in ids, so no real namespace
+ * starts with it, and {@link nsKey} turns such a name back into the key component it stands for.
+ */
+export const UNNAMED_NS = "\u0000";
+
 /** The namespace as it appears in keys. */
 export function nsKey(ns: string): string {
+  if (ns.startsWith(UNNAMED_NS)) return ns.slice(UNNAMED_NS.length);
   return Buffer.byteLength(ns, "utf8") <= INLINE_NS_BYTES ? lp(ns) : `#${createHash("sha256").update(ns).digest("base64url")}`;
+}
+
+/** Whether `ns` is a name {@link UNNAMED_NS} gives: the marker and a hashed key component. */
+export function isUnnamedNs(ns: string): boolean {
+  return /^\u0000#[A-Za-z0-9_-]{43}$/.test(ns);
+}
+
+/** The namespace component of a checkpoint, blob or write key, as the key holds it. */
+export function nsComponentOf(key: string): string {
+  const [, at] = readNs(key, 2);
+  return key.slice(2, at);
+}
+
+/** The namespace an inline component ({@link nsComponentOf}) holds; `undefined` for a hashed one. */
+export function nsOfComponent(component: string): string | undefined {
+  return component.startsWith("#") ? undefined : readLp(component, 0)[0];
 }
 
 /** Whether the namespace is hashed in keys (so its checkpoints carry it as an attribute). */
@@ -132,6 +157,13 @@ export function parseWriteKey(key: string): { checkpointId: string; taskId: stri
   const [checkpointId, afterId] = readOrdered(key, at + 1);
   const [taskId, afterTask] = readLp(key, afterId + 1);
   return { checkpointId, taskId, idx: Number.parseInt(key.slice(afterTask + 1), 10) };
+}
+
+/** The {@link writesPrefix} of a write or batch commit key: what every item of its checkpoint's writes starts with. */
+export function writesPrefixOfKey(key: string): string {
+  const [, at] = readNs(key, 2);
+  const [, end] = readOrdered(key, at + 1);
+  return key.slice(0, end + 1);
 }
 
 /** The parts of a chunk key. */

@@ -1,0 +1,3 @@
+import { retentionCrashSweep } from "./fixtures/crash-retention-sweep.js";
+
+retentionCrashSweep("moto");
