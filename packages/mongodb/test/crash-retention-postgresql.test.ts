@@ -1,4 +1,4 @@
-// SIGKILL after every command of a prune and of a copyThread, on FerretDB's PostgreSQL handler.
+// SIGKILL after every command of a prune and (in CI) of a copyThread, on FerretDB's PostgreSQL handler.
 import { mongoRetentionCrashSweep } from "./crash-retention.js";
 
-mongoRetentionCrashSweep("postgresql");
+mongoRetentionCrashSweep("postgresql", { copyInCi: true });
