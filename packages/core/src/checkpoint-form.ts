@@ -30,26 +30,36 @@ const INPUT_SEEN = "__input__";
  */
 const MAX_MASK_CHANNELS = 52;
 
-/**
- * Whether `checkpoint` is stored in the compact form with a `written` mask: then its put stores no blob
- * for a channel without a value, and the mask names the channels it stored one for.
- */
-export function hasWrittenMask(checkpoint: Checkpoint): boolean {
-  return compactParts(checkpoint) !== undefined && Object.keys(checkpoint.channel_versions ?? {}).length <= MAX_MASK_CHANNELS;
+/** How a checkpoint will be stored: worked out once per put (see {@link checkpointForm}). */
+export interface CheckpointForm {
+  checkpoint: Checkpoint;
+  /** The elements of the compact form; `undefined` when the checkpoint keeps the object form. */
+  compact: CompactParts | undefined;
+  /**
+   * The compact form carries a `written` mask: the put stores no blob for a channel without a value,
+   * and the mask names the channels it stored one for.
+   */
+  masked: boolean;
+}
+
+/** The form `checkpoint` is stored in (see the module comment). */
+export function checkpointForm(checkpoint: Checkpoint): CheckpointForm {
+  const compact = compactParts(checkpoint);
+  return { checkpoint, compact, masked: compact !== undefined && Object.keys(checkpoint.channel_versions ?? {}).length <= MAX_MASK_CHANNELS };
 }
 
 /**
- * The record form of `checkpoint` (see the module comment). `written`: the channels its put stored a
- * blob for, when {@link hasWrittenMask} holds.
+ * The record value of a checkpoint in its `form`. `written`: the channels its put stored a blob for,
+ * when the form is {@link CheckpointForm.masked}.
  */
-export function storedCheckpoint(checkpoint: Checkpoint, written: ReadonlySet<string> | undefined): unknown {
-  const parts = compactParts(checkpoint);
-  if (!parts) {
+export function storedCheckpoint(form: CheckpointForm, written: ReadonlySet<string> | undefined): unknown {
+  const { checkpoint, compact } = form;
+  if (!compact) {
     const { channel_values: _values, id: _id, channel_versions: versions, ...rest } = checkpoint;
     return Object.values(versions ?? {}).some((v) => typeof v !== "string") ? { ...rest, channel_versions: versions } : rest;
   }
-  const { v, ts, seen, input } = parts;
-  if (!written || !hasWrittenMask(checkpoint)) return input === 1 ? [v, ts, seen, 1] : [v, ts, seen];
+  const { v, ts, seen, input } = compact;
+  if (!written || !form.masked) return input === 1 ? [v, ts, seen, 1] : [v, ts, seen];
   const order = Object.keys(checkpoint.channel_versions ?? {}).sort(compareCodePoints);
   let mask = 0;
   order.forEach((channel, index) => {
@@ -58,8 +68,15 @@ export function storedCheckpoint(checkpoint: Checkpoint, written: ReadonlySet<st
   return [v, ts, seen, input, mask];
 }
 
+interface CompactParts {
+  v: unknown;
+  ts: string | number;
+  seen: unknown;
+  input: 0 | 1;
+}
+
 /** The elements of the compact form, or `undefined` when the checkpoint keeps the object form. */
-function compactParts(checkpoint: Checkpoint): { v: unknown; ts: string | number; seen: unknown; input: 0 | 1 } | undefined {
+function compactParts(checkpoint: Checkpoint): CompactParts | undefined {
   const { channel_values: _values, id: _id, channel_versions: versions, ...rest } = checkpoint;
   if (Object.values(versions ?? {}).some((v) => typeof v !== "string")) return undefined;
   // The compact form reads a numeric ts as milliseconds: a ts that is not a string keeps the object form.
@@ -77,8 +94,15 @@ function compactParts(checkpoint: Checkpoint): { v: unknown; ts: string | number
   return { v: rest.v, ts: compactTs(rest.ts), seen, input: 0 };
 }
 
-/** A stored checkpoint back in LangGraph's shape, and the channels its put wrote a blob for (when known). */
-export function expandCheckpoint(stored: unknown, channelVersions: Record<string, string>): { checkpoint: Checkpoint; written?: Set<string> } {
+/**
+ * A stored checkpoint back in LangGraph's shape, and, when its record says (the `written` mask), which
+ * channels its put stored a blob for: a function, worked out only when asked (a read asks only when a
+ * blob is missing).
+ */
+export function expandCheckpoint(
+  stored: unknown,
+  channelVersions: Record<string, string>,
+): { checkpoint: Checkpoint; written?: () => ReadonlySet<string> } {
   if (!Array.isArray(stored)) return { checkpoint: stored as Checkpoint };
   const [v, ts, versionsSeen, input, mask] = stored as [number, string | number, Checkpoint["versions_seen"], 0 | 1 | undefined, number | undefined];
   const checkpoint = {
@@ -87,11 +111,14 @@ export function expandCheckpoint(stored: unknown, channelVersions: Record<string
     versions_seen: input === 1 ? { [INPUT_SEEN]: {}, ...versionsSeen } : versionsSeen,
   } as Checkpoint;
   if (typeof mask !== "number") return { checkpoint };
-  const written = new Set<string>();
-  const order = Object.keys(channelVersions).sort(compareCodePoints);
-  for (let i = 0, rest = mask; rest > 0 && i < order.length; i += 1, rest = Math.floor(rest / 2)) {
-    if (rest % 2 === 1) written.add(order[i]!);
-  }
+  const written = (): ReadonlySet<string> => {
+    const channels = new Set<string>();
+    const order = Object.keys(channelVersions).sort(compareCodePoints);
+    for (let i = 0, rest = mask; rest > 0 && i < order.length; i += 1, rest = Math.floor(rest / 2)) {
+      if (rest % 2 === 1) channels.add(order[i]!);
+    }
+    return channels;
+  };
   return { checkpoint, written };
 }
 

@@ -63,18 +63,34 @@ export function recordMetadata(record: Pick<CheckpointRecord, "metadata" | "meta
   const { type, data } = record.metadata;
   // Keys sorted at every level whatever order the database keeps them in (PostgreSQL's jsonb sorts
   // them by length), so that metadata reads back the same from every backend.
-  if (type === METADATA_AS_JSON) return canonicalJson(record.metadataJson) as Record<string, unknown>;
+  if (type === METADATA_AS_JSON) return isCanonical(record.metadataJson, 0) ? record.metadataJson : (canonicalJson(record.metadataJson) as Record<string, unknown>);
   if (type !== METADATA_SPLIT) return undefined;
-  const text = decoder.decode(data);
-  const start = text.indexOf("{");
-  const flags = start < 0 ? text : text.slice(0, start);
-  const entries: Array<[string, unknown]> = Object.entries(record.metadataJson);
-  if (flags.includes("p")) entries.push([PARENTS, {}]);
-  if (flags.includes("d")) entries.push([VERSIONED, true]);
-  if (start >= 0) entries.push([COUNTERS, JSON.parse(text.slice(start)) as unknown]);
-  // fromEntries defines each key as data, "__proto__" included.
-  return canonicalJson(Object.fromEntries(entries)) as Record<string, unknown>;
+  // The flags are ASCII letters before the counters' JSON (which starts with "{"): read as bytes.
+  let flags = 0;
+  let start = 0;
+  for (; start < data.byteLength && data[start] !== OPEN_BRACE; start += 1) flags |= data[start] === LETTER_P ? 1 : data[start] === LETTER_D ? 2 : 0;
+  const extras: Array<[string, unknown]> = [];
+  // In key order: counters_since_delta_snapshot < delta_writes_versioned < parents.
+  if (start < data.byteLength) extras.push([COUNTERS, JSON.parse(decoder.decode(data.subarray(start))) as unknown]);
+  if (flags & 2) extras.push([VERSIONED, true]);
+  if (flags & 1) extras.push([PARENTS, {}]);
+  const json = record.metadataJson;
+  if (!isCanonical(json, 0)) return canonicalJson(Object.fromEntries([...Object.entries(json), ...extras])) as Record<string, unknown>;
+  // Both lists are sorted and the stored values canonical: merge them (fromEntries defines each key
+  // as data, "__proto__" included).
+  const merged: Array<[string, unknown]> = [];
+  let next = 0;
+  for (const key of Object.keys(json)) {
+    while (next < extras.length && extras[next]![0] < key) merged.push(extras[next++]!);
+    merged.push([key, json[key]]);
+  }
+  while (next < extras.length) merged.push(extras[next++]!);
+  return Object.fromEntries(merged);
 }
+
+const OPEN_BRACE = 0x7b;
+const LETTER_P = 0x70;
+const LETTER_D = 0x64;
 
 /**
  * The metadata filters and readers look at: the whole plain metadata, or the canonical JSON form of
@@ -82,6 +98,20 @@ export function recordMetadata(record: Pick<CheckpointRecord, "metadata" | "meta
  */
 export function filterableMetadata(record: Pick<CheckpointRecord, "metadata" | "metadataJson">): Record<string, unknown> {
   return recordMetadata(record) ?? record.metadataJson;
+}
+
+/** Whether the keys of every object in `value` are in sorted order already (most stores keep them so). */
+function isCanonical(value: unknown, depth: number): boolean {
+  if (value === null || typeof value !== "object") return true;
+  if (depth > 100) return false;
+  if (Array.isArray(value)) return value.every((item) => isCanonical(item, depth + 1));
+  let previous: string | undefined;
+  for (const key of Object.keys(value)) {
+    if (previous !== undefined && !(previous < key)) return false;
+    previous = key;
+    if (!isCanonical((value as Record<string, unknown>)[key], depth + 1)) return false;
+  }
+  return true;
 }
 
 function isEmptyObject(value: unknown): boolean {

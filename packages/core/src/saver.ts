@@ -25,7 +25,7 @@ import {
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 
-import { expandCheckpoint, hasWrittenMask, storedCheckpoint } from "./checkpoint-form.js";
+import { checkpointForm, expandCheckpoint, storedCheckpoint } from "./checkpoint-form.js";
 import { copyThreadRecords, type CopyThreadResult } from "./copy-thread.js";
 import {
   addRetentionResults,
@@ -330,7 +330,8 @@ export class ResumableSaver extends BaseCheckpointSaver {
     const values = checkpoint.channel_values ?? {};
     // The compact record names the channels this put stores a blob for, so a channel without a value
     // needs no blob at all; the object form keeps an "empty" blob for it, as earlier releases did.
-    const written = hasWrittenMask(checkpoint) ? new Set<string>() : undefined;
+    const form = checkpointForm(checkpoint);
+    const written = form.masked ? new Set<string>() : undefined;
     let cachedBytes = 0;
     for (const [channel, rawVersion] of Object.entries(newVersions ?? {})) {
       checkIdentifier(channel, ID_RULES.channel, "put()");
@@ -365,7 +366,7 @@ export class ResumableSaver extends BaseCheckpointSaver {
       checkpointNs,
       checkpointId: checkpoint.id,
       parentCheckpointId,
-      checkpoint: await writer.value(storedCheckpoint(checkpoint, written), "the checkpoint", false),
+      checkpoint: await writer.value(storedCheckpoint(form, written), "the checkpoint", false),
       ...(await this.metadataFields(writer, withRunId(metadata, config))),
       channelVersions,
     };
@@ -1119,7 +1120,7 @@ export class ResumableSaver extends BaseCheckpointSaver {
   async requiredBlobs(stored: StoredCheckpoint): Promise<Array<{ channel: string; version: string }>> {
     const { record } = stored;
     const reader = new RecordReader(this.store, this.serde, { threadId: record.threadId, checkpointNs: record.checkpointNs }, stored.chunks);
-    const { written } = expandCheckpoint(await reader.load(record.checkpoint, `checkpoint ${record.checkpointId}`), record.channelVersions);
+    const written = expandCheckpoint(await reader.load(record.checkpoint, `checkpoint ${record.checkpointId}`), record.channelVersions).written?.();
     return Object.entries(record.channelVersions)
       .filter(([channel]) => written === undefined || written.has(channel))
       .map(([channel, version]) => ({ channel, version }));
@@ -1142,7 +1143,7 @@ export class ResumableSaver extends BaseCheckpointSaver {
     const lists = new Map<string, ListState>();
     for (const [channel, version] of Object.entries(checkpoint.channel_versions ?? {})) {
       const blob = blobs.get(blobKey(channel, String(version)));
-      if (!blob && written?.has(channel)) throw tornCheckpoint(record, channel, String(version));
+      if (!blob && written?.().has(channel)) throw tornCheckpoint(record, channel, String(version));
       if (!blob || blob.value.type === "empty") continue;
       const resolved = await reader.blob(blob, blobs);
       channelValues[channel] = resolved.value;

@@ -633,12 +633,12 @@ export class PostgresStore implements CheckpointStore {
       `UNION ALL ` +
       `SELECT 'w', depth, checkpoint_id, NULL, channel, task_id, idx, task_path, value_type, value_data, value_chunk, refs, NULL, NULL FROM wr ` +
       `UNION ALL ` +
-      `SELECT 'p', NULL, NULL, NULL, NULL, hash, idx, NULL, NULL, data, NULL, NULL, NULL, NULL FROM pc`;
+      `SELECT 'p', NULL, NULL, NULL, NULL, hash, idx, part::text, NULL, data, NULL, NULL, NULL, NULL FROM pc`;
     const rows = await this.run<ReadRow>("SELECT history", "getHistory", sql, p.values);
     const byId = new Map<string, HistoryAncestor & { depth: number }>();
-    const chunks: ChunkRecord[] = [];
+    const parts: ChunkPart[] = [];
     for (const row of rows) {
-      if (row.kind === "p") chunks.push(toChunk(row));
+      if (row.kind === "p") parts.push(toPart(row));
       if (row.kind !== "c") continue;
       const ancestor: HistoryAncestor & { depth: number } = {
         depth: Number(row.pos),
@@ -658,7 +658,7 @@ export class PostgresStore implements CheckpointStore {
       else if (row.kind === "w") ancestor.writes.push(toWrite(row));
     }
     const ancestors = [...byId.values()].sort((a, b) => a.depth - b.depth).map(({ depth: _depth, ...ancestor }) => ancestor);
-    return { ancestors, chunks };
+    return { ancestors, chunks: joinParts(parts) };
   }
 
   async getChunks(threadId: string, hashes: string[]): Promise<ChunkRecord[]> {
@@ -666,14 +666,13 @@ export class PostgresStore implements CheckpointStore {
     checkId("thread_id", threadId);
     if (hashes.length === 0) return [];
     for (const hash of hashes) checkId("chunk hash", hash);
-    const rows = await this.run<{ hash: string; idx: number; data: Buffer }>(
+    const rows = await this.run<{ hash: string; idx: number; part: number; data: Buffer }>(
       "SELECT chunks",
       "getChunks",
-      `SELECT c.hash, c.idx, ${JOINED_PARTS} AS data FROM ${this.t.chunks} c WHERE c.thread_id = $1 AND c.hash = ANY($2::text[])` +
-        `${this.ttlMs ? ` AND ${this.live("$1")}` : ""} GROUP BY c.hash, c.idx ORDER BY c.hash, c.idx`,
+      `SELECT hash, idx, part, data FROM ${this.t.chunks} WHERE thread_id = $1 AND hash = ANY($2::text[])${this.ttlMs ? ` AND ${this.live("$1")}` : ""}`,
       [threadId, [...new Set(hashes)]],
     );
-    return rows.map((row) => ({ hash: row.hash, index: row.idx, data: bytes(row.data) }));
+    return joinParts(rows.map((row) => ({ hash: row.hash, index: row.idx, part: row.part, data: bytes(row.data) })));
   }
 
   async getBlobs(scope: ThreadScope, keys: Array<{ channel: string; version: string }>): Promise<BlobRecord[]> {
@@ -1167,7 +1166,7 @@ export class PostgresStore implements CheckpointStore {
       `SELECT 'w', pos, thread_id, checkpoint_ns, checkpoint_id, NULL, channel, task_id, idx, task_path, ` +
       `value_type, value_data, value_chunk, refs, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM wr ` +
       `UNION ALL ` +
-      `SELECT 'p', NULL, thread_id, NULL, NULL, NULL, NULL, hash, idx, NULL, NULL, data, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM pc`
+      `SELECT 'p', NULL, thread_id, NULL, NULL, NULL, NULL, hash, idx, part::text, NULL, data, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM pc`
     );
   }
 }
@@ -1189,8 +1188,8 @@ function piecesCte(chunks: string, thread: string, extra: string[] = []): string
   ];
   return (
     `hs AS (${sources.join(" UNION ")}), ` +
-    `pc AS (SELECT c.thread_id, c.hash, c.idx, ${JOINED_PARTS} AS data FROM (SELECT DISTINCT * FROM hs) AS h(thread_id, hash) ` +
-    `JOIN ${chunks} c ON c.thread_id = h.thread_id AND c.hash = h.hash GROUP BY c.thread_id, c.hash, c.idx)`
+    `pc AS (SELECT c.thread_id, c.hash, c.idx, c.part, c.data FROM (SELECT DISTINCT * FROM hs) AS h(thread_id, hash) ` +
+    `JOIN ${chunks} c ON c.thread_id = h.thread_id AND c.hash = h.hash)`
   );
 }
 
@@ -1216,12 +1215,44 @@ function partRows(chunk: ChunkRecord): unknown[][] {
   return rows;
 }
 
+/** One row of the chunks table: a part of one chunk (part 0: the chunk kept whole). */
+interface ChunkPart {
+  hash: string;
+  index: number;
+  part: number;
+  data: Uint8Array;
+}
+
 /**
- * A chunk's bytes from its rows, in a query grouped by chunk: part 0 when there is one (a chunk kept
- * whole, also by an earlier release), else the parts in order.
+ * Chunks from their rows (in any order): part 0 when there is one (a chunk kept whole, also by an
+ * earlier release; it wins over parts of the same chunk sent again later), else the parts in order.
  */
-const JOINED_PARTS =
-  `COALESCE((array_agg(c.data) FILTER (WHERE c.part = 0))[1], string_agg(c.data, ''::bytea ORDER BY c.part) FILTER (WHERE c.part > 0))`;
+function joinParts(rows: ChunkPart[]): ChunkRecord[] {
+  const byChunk = new Map<string, ChunkPart[]>();
+  for (const row of rows) {
+    const key = `${row.hash}\u0000${row.index}`;
+    const list = byChunk.get(key);
+    if (list) list.push(row);
+    else byChunk.set(key, [row]);
+  }
+  const out: ChunkRecord[] = [];
+  for (const list of byChunk.values()) {
+    const whole = list.find((r) => r.part === 0);
+    if (whole) {
+      out.push({ hash: whole.hash, index: whole.index, data: whole.data });
+      continue;
+    }
+    list.sort((a, b) => a.part - b.part);
+    const data = new Uint8Array(list.reduce((n, r) => n + r.data.byteLength, 0));
+    let offset = 0;
+    for (const r of list) {
+      data.set(r.data, offset);
+      offset += r.data.byteLength;
+    }
+    out.push({ hash: list[0]!.hash, index: list[0]!.index, data });
+  }
+  return out;
+}
 
 /** The server's clock in ms since the epoch: lease expiry is judged by it, whatever the workers' clocks say. */
 const NOW_MS = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
@@ -1329,8 +1360,8 @@ function toValue(row: Pick<ReadRow, "type" | "data" | "chunk"> & { refs?: string
   return value;
 }
 
-function toChunk(row: ReadRow): ChunkRecord {
-  return { hash: row.key!, index: row.idx!, data: bytes(row.data) };
+function toPart(row: ReadRow): ChunkPart {
+  return { hash: row.key!, index: row.idx!, part: Number(row.extra ?? 0), data: bytes(row.data) };
 }
 
 function toBlob(row: ReadRow): BlobRecord {
@@ -1363,12 +1394,12 @@ function assemble(rows: ReadRow[]): StoredCheckpoint[] {
     if (row.delta_roots) record.deltaRoots = row.delta_roots;
     byPos.set(Number(row.pos), { record, blobs: [], writes: [] });
   }
-  const chunksByThread = new Map<string, ChunkRecord[]>();
+  const partsByThread = new Map<string, ChunkPart[]>();
   for (const row of rows) {
     if (row.kind === "p") {
-      const list = chunksByThread.get(row.thread_id) ?? [];
-      chunksByThread.set(row.thread_id, list);
-      list.push(toChunk(row));
+      const list = partsByThread.get(row.thread_id) ?? [];
+      partsByThread.set(row.thread_id, list);
+      list.push(toPart(row));
       continue;
     }
     const stored = byPos.get(Number(row.pos));
@@ -1376,6 +1407,7 @@ function assemble(rows: ReadRow[]): StoredCheckpoint[] {
     if (row.kind === "b") stored.blobs.push(toBlob(row));
     else if (row.kind === "w") stored.writes.push(toWrite(row));
   }
+  const chunksByThread = new Map([...partsByThread].map(([thread, parts]) => [thread, joinParts(parts)] as const));
   for (const stored of byPos.values()) {
     const chunks = chunksByThread.get(stored.record.threadId);
     if (chunks) stored.chunks = chunks;

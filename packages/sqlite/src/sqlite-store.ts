@@ -173,11 +173,7 @@ interface OneRow {
 const SQL = {
   schemaVersion: `SELECT max(version) AS version FROM ${MIGRATIONS_TABLE}`,
   recordMigration: `INSERT INTO ${MIGRATIONS_TABLE} (version, applied_at) VALUES (?, ?)`,
-  // A chunk's parts all have the size of its part 0 (the last one smaller): a part 0 of another size
-  // means the chunk is stored in another split, which must not gain parts of this one.
-  insertChunk:
-    `INSERT OR IGNORE INTO resumable_chunks (thread_id, hash, idx, part, data) SELECT @thread, @hash, @idx, @part, @data ` +
-    `WHERE NOT EXISTS (SELECT 1 FROM resumable_chunks WHERE thread_id = @thread AND hash = @hash AND idx = @idx AND part = 0 AND length(data) <> @first)`,
+  insertChunk: `INSERT OR IGNORE INTO resumable_chunks (thread_id, hash, idx, part, data) VALUES (?, ?, ?, ?, ?)`,
   insertBlob: `INSERT OR IGNORE INTO resumable_blobs (thread_id, checkpoint_ns, channel, version, type, data, chunk_ref, base_version, refs)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   upsertCheckpoint: `INSERT OR REPLACE INTO resumable_checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id,
@@ -1267,16 +1263,18 @@ export class SqliteStore implements CheckpointStore {
 
   /**
    * A chunk in equal rows of at most {@link PART_BYTES} bytes, so that a page holds several: a 2 KB
-   * message in one row would fill half a 4 KB page and leave the rest empty. Insert-or-ignore per part,
-   * unless the chunk is already stored in parts of another size (by an earlier release): its parts
-   * then stay as they are, none of ours joins them (see `SQL.insertChunk`).
+   * message in one row would fill half a 4 KB page and leave the rest empty. Insert-or-ignore: when
+   * part 0 is there already, the chunk is stored whole (its parts are written in one transaction, and
+   * removed together), perhaps in parts of another size by an earlier release, which ours must not
+   * join; the other parts are then not sent at all.
    */
   private insertChunk(threadId: string, chunk: ChunkRecord): void {
     const { data } = chunk;
     const size = Math.max(1, Math.ceil(data.byteLength / Math.max(1, Math.ceil(data.byteLength / PART_BYTES))));
     for (let part = 0, offset = 0; offset < data.byteLength || part === 0; part += 1, offset += size) {
       const slice = data.subarray(offset, offset + size);
-      this.run("INSERT chunk", SQL.insertChunk, (s) => s.run({ thread: threadId, hash: chunk.hash, idx: chunk.index, part, data: slice, first: Math.min(size, data.byteLength) }));
+      const { changes } = this.run("INSERT chunk", SQL.insertChunk, (s) => s.run(threadId, chunk.hash, chunk.index, part, slice));
+      if (part === 0 && changes === 0) return;
     }
   }
 
