@@ -65,7 +65,7 @@ export function quickConfig(name: string): BenchConfig {
     readDepths: [50],
     readReps: 7,
     latency: { stateBytes: [1024, 100 * 1024], modes: ["exit", "async", "sync"], warmup: 2, reps: 5, floorOps: 50 },
-    ops: { count: 200, reps: 3, valueBytes: 1024 },
+    ops: { count: 200, reps: 5, valueBytes: 1024 },
   };
 }
 
@@ -85,6 +85,6 @@ export function fullConfig(name: string): BenchConfig {
     readDepths: [50, 200, 1000],
     readReps: 7,
     latency: { stateBytes: [1024, 100 * 1024], modes: ["exit", "async", "sync"], warmup: 2, reps: 11, floorOps: 100 },
-    ops: { count: 300, reps: 3, valueBytes: 1024 },
+    ops: { count: 300, reps: 7, valueBytes: 1024 },
   };
 }

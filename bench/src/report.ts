@@ -221,7 +221,7 @@ export function renderReport(results: BenchResults, charts: { growth?: string; l
     out.push(
       `\`put\`: a new checkpoint with a new ${formatBytes(results.config.ops.valueBytes)} value of one channel; \`getTuple\`: the newest ` +
         `checkpoint of the thread; \`putWrites\`: one ${formatBytes(results.config.ops.valueBytes)} write of a new task. ` +
-        `${results.config.ops.count} calls per repetition, ${results.config.ops.reps} repetitions; median (p25–p75).`,
+        `${results.config.ops.count} calls per repetition, ${results.config.ops.reps} repetitions after a warm-up one (a new thread each); the checkpoints are built before timing; median (p25–p75).`,
     );
     out.push("");
     const backends = [...new Set(results.ops.map((o) => o.backend))];
@@ -250,7 +250,9 @@ export function renderReport(results: BenchResults, charts: { growth?: string; l
         "Resumable's SQLite file): a fixed cost of the database, shared by all its threads, not a cost of the thread. The " +
         "on-disk target is judged on the net figure; both are shown.",
       "- **Step latency**: each repetition runs the 20-node chain once without a checkpointer and once with the saver (a new " +
-        "thread each time), then times the database's floor (median of many operations). Warm-up runs come first. Every node " +
+        "thread each time), then times the database's floor (median of many operations), for each durability mode in turn (exit, " +
+        "async, sync, then the next repetition), so a drift of the machine or the database falls on every mode alike. Warm-up runs come " +
+        "first. Every node " +
         "writes only its step number, so the 1 KB or 100 KB payload set by the input rides along unchanged.",
       "- **Floors**: SQLite, an empty committed transaction (`BEGIN; COMMIT`) and a committed one-row insert on a separate file " +
         "in WAL mode with the `synchronous` level of the saver's connection; PostgreSQL, `SELECT 1` and a committed one-row insert on the " +

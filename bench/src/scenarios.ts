@@ -220,7 +220,9 @@ async function timeMs(fn: () => Promise<unknown>): Promise<number> {
 
 /**
  * Step latency: per repetition, the chain without a checkpointer, the chain with the saver on a new
- * thread, and the database's floor, back to back, so each ratio is taken within one repetition.
+ * thread, and the database's floor, back to back, so each ratio is taken within one repetition. The
+ * durability modes take turns within each repetition (exit, async, sync, exit, ...), so a drift of
+ * the machine or the database (a WAL growing, a checkpoint of it) falls on every mode alike.
  */
 export async function runLatency(spec: BackendSpec, ctx: BenchContext, config: BenchConfig, progress: Progress): Promise<LatencyPoint[]> {
   const instance = await spec.open(ctx, `latency_${spec.id}`);
@@ -232,45 +234,56 @@ export async function runLatency(spec: BackendSpec, ctx: BenchContext, config: B
     let thread = 0;
     for (const stateBytes of config.latency.stateBytes) {
       const input = { payload: randomText(rng, stateBytes), step: -1 };
-      for (const durability of config.latency.modes) {
-        const run = (graph: typeof withSaver, mode: Durability) => {
-          thread += 1;
-          return graph.invoke(input, { configurable: { thread_id: `latency-${thread}` }, durability: mode });
-        };
-        for (let i = 0; i < config.latency.warmup; i += 1) {
+      const run = (graph: typeof withSaver, mode: Durability) => {
+        thread += 1;
+        return graph.invoke(input, { configurable: { thread_id: `latency-${thread}` }, durability: mode });
+      };
+      for (let i = 0; i < config.latency.warmup; i += 1) {
+        for (const durability of config.latency.modes) {
           await run(without, durability);
           await run(withSaver, durability);
         }
-        const perStep: number[] = [], baseline: number[] = [], share: number[] = [];
-        const floors: number[] = [], writeFloors: number[] = [], overFloor: number[] = [], overWrite: number[] = [];
-        for (let r = 0; r < config.latency.reps; r += 1) {
-          progress(`${stateBytes >= 1024 ? `${stateBytes / 1024} KB` : `${stateBytes} B`} state, ${durability}, run ${r + 1}/${config.latency.reps}`);
+      }
+      const series = new Map(
+        config.latency.modes.map((mode) => [
+          mode,
+          { perStep: [] as number[], baseline: [] as number[], share: [] as number[], floors: [] as number[], writeFloors: [] as number[], overFloor: [] as number[], overWrite: [] as number[] },
+        ]),
+      );
+      const size = stateBytes >= 1024 ? `${stateBytes / 1024} KB` : `${stateBytes} B`;
+      for (let r = 0; r < config.latency.reps; r += 1) {
+        for (const durability of config.latency.modes) {
+          const m = series.get(durability)!;
+          progress(`${size} state, ${durability}, run ${r + 1}/${config.latency.reps}`);
           const base = (await timeMs(() => run(without, durability))) / CHAIN_LENGTH;
           const step = (await timeMs(() => run(withSaver, durability))) / CHAIN_LENGTH;
-          baseline.push(base);
-          perStep.push(step);
-          share.push(step - base);
+          m.baseline.push(base);
+          m.perStep.push(step);
+          m.share.push(step - base);
           if (instance.floor) {
             const floor = await medianTime(config.latency.floorOps, instance.floor.op);
             const writeFloor = await medianTime(Math.max(5, Math.floor(config.latency.floorOps / 5)), instance.floor.writeOp);
-            floors.push(floor);
-            writeFloors.push(writeFloor);
-            overFloor.push((step - base) / floor);
-            overWrite.push((step - base) / writeFloor);
+            m.floors.push(floor);
+            m.writeFloors.push(writeFloor);
+            m.overFloor.push((step - base) / floor);
+            m.overWrite.push((step - base) / writeFloor);
           }
         }
+      }
+      for (const durability of config.latency.modes) {
+        const m = series.get(durability)!;
         points.push({
           backend: spec.id,
           stateBytes,
           durability,
-          perStepMs: summarize(perStep),
-          baselinePerStepMs: summarize(baseline),
-          saverShareMs: summarize(share),
-          floorMs: instance.floor ? summarize(floors) : null,
+          perStepMs: summarize(m.perStep),
+          baselinePerStepMs: summarize(m.baseline),
+          saverShareMs: summarize(m.share),
+          floorMs: instance.floor ? summarize(m.floors) : null,
           floorLabel: instance.floor?.label ?? null,
-          writeFloorMs: instance.floor ? summarize(writeFloors) : null,
-          shareOverFloor: instance.floor ? summarize(overFloor) : null,
-          shareOverWriteFloor: instance.floor ? summarize(overWrite) : null,
+          writeFloorMs: instance.floor ? summarize(m.writeFloors) : null,
+          shareOverFloor: instance.floor ? summarize(m.overFloor) : null,
+          shareOverWriteFloor: instance.floor ? summarize(m.overWrite) : null,
         });
       }
     }
@@ -288,7 +301,9 @@ function checkpointAt(index: number, value: string): Checkpoint {
 
 /**
  * Direct saver calls: `count` puts (each a new checkpoint with a new value of one channel), `count`
- * getTuples of the newest checkpoint, `count` putWrites (one write each, distinct tasks) on it.
+ * getTuples of the newest checkpoint, `count` putWrites (one write each, distinct tasks) on it. The
+ * checkpoints are built before the clock starts (building one costs about as much as MemorySaver's
+ * `put`), and a first repetition warms the JIT and the database's caches and is not recorded.
  */
 export async function runOps(spec: BackendSpec, ctx: BenchContext, config: BenchConfig, progress: Progress): Promise<OpsPoint[]> {
   const instance = await spec.open(ctx, `ops_${spec.id}`);
@@ -297,24 +312,29 @@ export async function runOps(spec: BackendSpec, ctx: BenchContext, config: Bench
   try {
     const saver = instance.saver;
     const value = randomText(createRng(config.seed ^ 0x0b5), valueBytes);
-    for (let r = 0; r < reps; r += 1) {
+    const checkpoints = Array.from({ length: count }, (_, i) => checkpointAt(i, value));
+    for (let r = 0; r <= reps; r += 1) {
+      const record = (op: OpsPoint["op"], start: number) => {
+        if (r > 0) rates[op].push((count * 1000) / (nowMs() - start));
+      };
+      const run = r === 0 ? "warm-up" : `run ${r}/${reps}`;
       const threadId = `ops-${r}`;
       let parent = { configurable: { thread_id: threadId, checkpoint_ns: "" } } as { configurable: Record<string, unknown> };
-      progress(`put, run ${r + 1}/${reps}`);
+      progress(`put, ${run}`);
       let start = nowMs();
       for (let i = 0; i < count; i += 1) {
-        parent = (await saver.put(parent, checkpointAt(i, value), { source: "loop", step: i, parents: {} }, { payload: i + 1 })) as typeof parent;
+        parent = (await saver.put(parent, checkpoints[i]!, { source: "loop", step: i, parents: {} }, { payload: i + 1 })) as typeof parent;
       }
-      rates.put.push((count * 1000) / (nowMs() - start));
-      progress(`getTuple, run ${r + 1}/${reps}`);
+      record("put", start);
+      progress(`getTuple, ${run}`);
       const latest = { configurable: { thread_id: threadId, checkpoint_ns: "" } };
       start = nowMs();
       for (let i = 0; i < count; i += 1) await saver.getTuple(latest);
-      rates.getTuple.push((count * 1000) / (nowMs() - start));
-      progress(`putWrites, run ${r + 1}/${reps}`);
+      record("getTuple", start);
+      progress(`putWrites, ${run}`);
       start = nowMs();
       for (let i = 0; i < count; i += 1) await saver.putWrites(parent, [["payload", value]], `task-${i}`);
-      rates.putWrites.push((count * 1000) / (nowMs() - start));
+      record("putWrites", start);
     }
   } finally {
     await instance.close();

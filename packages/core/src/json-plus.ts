@@ -30,6 +30,17 @@ const NEGATIVE_ZERO_LITERAL = JSON.stringify(NEGATIVE_ZERO);
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
+/**
+ * The UTF-8 bytes of a string, as a plain `Uint8Array` (so `.slice()` copies). Small strings are
+ * encoded into Node's shared buffer pool: `TextEncoder.encode` allocates an `ArrayBuffer` per call,
+ * about 1 µs against 0.3 µs here, and a put encodes several strings. The view's `buffer` may be
+ * shared: read it with its `byteOffset` and `byteLength`, as every store does.
+ */
+export function encodeUtf8(text: string): Uint8Array {
+  const bytes = Buffer.from(text, "utf8");
+  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
 function constructorRecord(name: string, method: string | null, args: unknown[]): Record<string, unknown> {
   return { lc: 2, type: "constructor", id: [name], method, args, kwargs: {} };
 }
@@ -94,8 +105,8 @@ function encode(value: unknown): unknown {
  */
 export function dumpsJsonPlus(value: unknown, target: string): Uint8Array {
   // Plain JSON data (the common case for checkpoints and small values) needs no replacer at all.
-  if (isPlainJson(value, 0)) return encoder.encode(JSON.stringify(value));
-  return encoder.encode(stringifyStrict(value, target, "$", 0, undefined));
+  if (isPlainJson(value, 0)) return encodeUtf8(JSON.stringify(value));
+  return encodeUtf8(stringifyStrict(value, target, "$", 0, undefined));
 }
 
 /**
@@ -160,7 +171,7 @@ export function dumpsJsonPlusParts(value: unknown, target: string, options: Piec
   if (found.length > 0) {
     text = text.replace(PLACEHOLDER_PATTERN, (_match, index: string) => {
       const piece = found[Number(index)]!;
-      const json = encoder.encode(piece);
+      const json = encodeUtf8(piece);
       if (json.byteLength < options.minBytes || json.byteLength > options.maxBytes) return piece;
       const bytes = packPiece(piece, json);
       const hash = pieceHash(bytes);
@@ -169,7 +180,7 @@ export function dumpsJsonPlusParts(value: unknown, target: string, options: Piec
       return "\u0000";
     });
   }
-  return { data: encoder.encode(text), refs, pieces };
+  return { data: encodeUtf8(text), refs, pieces };
 }
 
 // Shared pieces are mostly LangChain messages, and every message repeats the same envelope around

@@ -16,6 +16,7 @@
  *
  * @module
  */
+import { encodeUtf8 } from "./json-plus.js";
 import { canonicalJson } from "./serialization.js";
 import type { CheckpointRecord, SerializedValue } from "./store.js";
 
@@ -32,7 +33,6 @@ const COUNTERS = "counters_since_delta_snapshot";
 /** The keys that may be kept out of `metadataJson`: a filter naming one is applied by the saver. */
 export const RUNTIME_METADATA_KEYS: ReadonlySet<string> = new Set([PARENTS, VERSIONED, COUNTERS]);
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 /**
@@ -51,7 +51,7 @@ export function plainMetadataFields(plain: Record<string, unknown>): { metadata:
   }
   if (flags === "" && counters === "") return { metadata: { type: METADATA_AS_JSON, data: new Uint8Array(0) }, metadataJson: plain };
   // fromEntries defines each key as data, "__proto__" included.
-  return { metadata: { type: METADATA_SPLIT, data: encoder.encode(flags + counters) }, metadataJson: Object.fromEntries(rest) };
+  return { metadata: { type: METADATA_SPLIT, data: encodeUtf8(flags + counters) }, metadataJson: Object.fromEntries(rest) };
 }
 
 /**

@@ -315,3 +315,27 @@ describe("channel versions", () => {
     expect(encodeCounter(36)).toBe("210");
   });
 });
+
+describe("MemoryStore", () => {
+  it("keeps its own copy of the bytes it is given, a Buffer included, and hands out copies", async () => {
+    const store = new MemoryStore();
+    const saver = new ResumableSaver(store);
+    const config = await saver.put(
+      { configurable: { thread_id: "t", checkpoint_ns: "" } },
+      { v: 4, id: "1f000000-0000-6000-8000-000000000001", ts: "2026-12-02T00:00:00.000Z", channel_values: {}, channel_versions: {}, versions_seen: {} },
+      { source: "loop", step: 0, parents: {} },
+      {},
+    );
+    const checkpointId = config.configurable!.checkpoint_id as string;
+    // Buffer.prototype.slice returns a view of the same memory, not a copy.
+    const given = Buffer.from('"written"');
+    const write = { taskId: "task", idx: 0, channel: "c", value: { type: "json", data: given }, taskPath: "" };
+    await store.putWrites({ threadId: "t", checkpointNs: "", checkpointId, writes: [write], chunks: [], mode: "upsert" });
+    given.fill(0x20);
+    const read = await store.getCheckpoint({ threadId: "t", checkpointNs: "" });
+    expect(Buffer.from(read!.writes[0]!.value.data).toString()).toBe('"written"');
+    read!.writes[0]!.value.data.fill(0x20);
+    const again = await store.getCheckpoint({ threadId: "t", checkpointNs: "" });
+    expect(Buffer.from(again!.writes[0]!.value.data).toString()).toBe('"written"');
+  });
+});
