@@ -41,15 +41,26 @@ describe("prepared statements", () => {
   const prepared = async (pool: ReturnType<TestDb["pool"]>) =>
     ((await pool.query("SELECT name FROM pg_prepared_statements WHERE name LIKE 'resumable\\_%'")).rows as Array<{ name: string }>).map((r) => r.name);
 
-  it("reads a checkpoint through one named statement per query text, parsed once per connection", async () => {
+  it("reads a checkpoint, and writes a few rows, through one named statement per query text, parsed once per connection", async () => {
     const pool = db.pool({ max: 1 });
     const mine = new PostgresStore(pool);
     const thread = threadId("prepared");
     await mine.putCheckpoint({ record: record(thread, cid(1)), blobs: [], chunks: [] });
-    for (let i = 0; i < 3; i += 1) expect((await mine.getCheckpoint({ threadId: thread, checkpointNs: "" }))?.record.checkpointId).toBe(cid(1));
     expect(await prepared(pool)).toHaveLength(1);
-    expect((await mine.getCheckpoint({ threadId: thread, checkpointNs: "", checkpointId: cid(1) }))?.record.checkpointId).toBe(cid(1));
+    await mine.putCheckpoint({ record: record(thread, cid(2)), blobs: [], chunks: [] });
+    expect(await prepared(pool)).toHaveLength(1);
+    for (let i = 0; i < 3; i += 1) expect((await mine.getCheckpoint({ threadId: thread, checkpointNs: "" }))?.record.checkpointId).toBe(cid(2));
     expect(await prepared(pool)).toHaveLength(2);
+    expect((await mine.getCheckpoint({ threadId: thread, checkpointNs: "", checkpointId: cid(1) }))?.record.checkpointId).toBe(cid(1));
+    expect(await prepared(pool)).toHaveLength(3);
+    // The text of a write grows with its rows: one of many rows is sent plain, so that a connection
+    // prepares a bounded set of texts.
+    const many = Array.from({ length: 7 }, (_, i) => write("task", i, "a", `w${i}`));
+    await mine.putWrites({ threadId: thread, checkpointNs: "", checkpointId: cid(2), writes: many, chunks: [], mode: "upsert" });
+    expect(await prepared(pool)).toHaveLength(3);
+    await mine.putWrites({ threadId: thread, checkpointNs: "", checkpointId: cid(2), writes: many.slice(0, 2), chunks: [], mode: "upsert" });
+    expect(await prepared(pool)).toHaveLength(4);
+    expect((await mine.getCheckpoint({ threadId: thread, checkpointNs: "" }))?.writes.map((w) => decode(w.value))).toEqual(many.map((_, i) => `w${i}`));
   });
 
   it("sends plain queries with preparedStatements: false, and refuses a non-boolean", async () => {
