@@ -111,6 +111,10 @@ class SortedKeys {
  * An in-memory {@link CheckpointStore}. Nothing outlives the process (`capabilities.persistent` is
  * false), so the crash-injection suite reports it "not applicable".
  *
+ * It keeps its own copy of every value it is given. Records it returns are new objects, but their
+ * `data` bytes are the store's own, as with a zero-copy read: treat them as read-only (the saver
+ * only deserializes them). Copying them on every read cost a third of a `getTuple` through core.
+ *
  * @example
  * ```ts
  * const checkpointer = new ResumableSaver(new MemoryStore());
@@ -244,7 +248,7 @@ export class MemoryStore implements CheckpointStore {
       }
       const writes = [...(thread.writes.get(query.checkpointNs)?.get(id)?.values() ?? [])]
         .filter((w) => wanted.has(w.channel))
-        .map((w) => ({ ...w, value: cloneValue(w.value) }));
+        .map((w) => ({ ...w, value: readValue(w.value) }));
       const ancestor: HistoryAncestor = {
         checkpointId: id,
         parentCheckpointId: record.parentCheckpointId,
@@ -263,7 +267,7 @@ export class MemoryStore implements CheckpointStore {
     this.check("getChunks");
     const thread = this.threads.get(threadId);
     if (!thread) return [];
-    return [...new Set(hashes)].flatMap((hash) => [...(thread.chunks.get(hash)?.values() ?? [])].map((c) => ({ ...c, data: c.data.slice() })));
+    return [...new Set(hashes)].flatMap((hash) => [...(thread.chunks.get(hash)?.values() ?? [])].map((c) => ({ ...c, data: c.data })));
   }
 
   async getBlobs(scope: ThreadScope, keys: Array<{ channel: string; version: string }>): Promise<BlobRecord[]> {
@@ -272,7 +276,7 @@ export class MemoryStore implements CheckpointStore {
     const out: BlobRecord[] = [];
     for (const { channel, version } of keys) {
       const blob = blobs?.get(channel)?.get(version);
-      if (blob) out.push(cloneBlob(blob));
+      if (blob) out.push(readBlob(blob));
     }
     return out;
   }
@@ -288,7 +292,7 @@ export class MemoryStore implements CheckpointStore {
     const out: ThreadRecords = { checkpoints: [], blobs: [], writes: [], chunks: [] };
     const thread = this.threads.get(threadId);
     if (!thread) return out;
-    for (const checkpoints of thread.checkpoints.values()) for (const record of checkpoints.values()) out.checkpoints.push(cloneRecord(record));
+    for (const checkpoints of thread.checkpoints.values()) for (const record of checkpoints.values()) out.checkpoints.push(readRecord(record));
     for (const [checkpointNs, channels] of thread.blobs) {
       for (const [channel, versions] of channels) {
         for (const [version, blob] of versions) {
@@ -459,10 +463,10 @@ export class MemoryStore implements CheckpointStore {
     }
     const writes = [...(thread.writes.get(record.checkpointNs)?.get(record.checkpointId)?.values() ?? [])].map((w) => ({
       ...w,
-      value: cloneValue(w.value),
+      value: readValue(w.value),
     }));
     const chunks = referencedChunks(thread, [...found.map((b) => b.value), ...writes.map((w) => w.value)]);
-    return { record: cloneRecord(record), blobs: found, writes, chunks };
+    return { record: readRecord(record), blobs: found, writes, chunks };
   }
 }
 
@@ -475,10 +479,10 @@ function channelBlobs(blobs: Map<string, Map<string, BlobRecord>> | undefined, c
   if (!versions) return [];
   if (root === undefined) {
     const blob = versions.get(version);
-    return blob ? [cloneBlob(blob)] : [];
+    return blob ? [readBlob(blob)] : [];
   }
   const out: BlobRecord[] = [];
-  for (const [v, blob] of versions) if (v >= root && v <= version) out.push(cloneBlob(blob));
+  for (const [v, blob] of versions) if (v >= root && v <= version) out.push(readBlob(blob));
   return out;
 }
 
@@ -489,7 +493,7 @@ function referencedChunks(thread: ThreadData, values: SerializedValue[]): ChunkR
     for (const hash of value.refs ?? []) hashes.add(hash);
     if (value.chunkRef) hashes.add(value.chunkRef.hash);
   }
-  return [...hashes].flatMap((hash) => [...(thread.chunks.get(hash)?.values() ?? [])].map((c) => ({ ...c, data: c.data.slice() })));
+  return [...hashes].flatMap((hash) => [...(thread.chunks.get(hash)?.values() ?? [])].map((c) => ({ ...c, data: c.data })));
 }
 
 function putChunk(thread: ThreadData, chunk: ChunkRecord): void {
@@ -506,24 +510,37 @@ function getOrCreate<K, V>(map: Map<K, V>, key: K, create: () => V): V {
   return value;
 }
 
-function cloneValue(value: SerializedValue): SerializedValue {
+function cloneValue(value: SerializedValue, copyBytes = true): SerializedValue {
   // Built field by field: object spread with conditional spreads costs several times more per call.
   // Uint8Array's slice copies; a Buffer's own slice would return a view of the caller's memory.
-  const out: SerializedValue = { type: value.type, data: Uint8Array.prototype.slice.call(value.data) };
+  const out: SerializedValue = { type: value.type, data: copyBytes ? Uint8Array.prototype.slice.call(value.data) : value.data };
   if (value.chunkRef) out.chunkRef = { ...value.chunkRef };
   if (value.refs) out.refs = value.refs.slice();
   return out;
 }
 
-function cloneBlob(blob: BlobRecord): BlobRecord {
-  return { ...blob, value: cloneValue(blob.value) };
+/** A stored value as reads return it: new objects around the store's own bytes (see {@link MemoryStore}). */
+function readValue(value: SerializedValue): SerializedValue {
+  return cloneValue(value, false);
 }
 
-function cloneRecord(record: CheckpointRecord): CheckpointRecord {
+function cloneBlob(blob: BlobRecord, copyBytes = true): BlobRecord {
+  return { ...blob, value: cloneValue(blob.value, copyBytes) };
+}
+
+function readBlob(blob: BlobRecord): BlobRecord {
+  return cloneBlob(blob, false);
+}
+
+function readRecord(record: CheckpointRecord): CheckpointRecord {
+  return cloneRecord(record, false);
+}
+
+function cloneRecord(record: CheckpointRecord, copyBytes = true): CheckpointRecord {
   return {
     ...record,
-    checkpoint: cloneValue(record.checkpoint),
-    metadata: cloneValue(record.metadata),
+    checkpoint: cloneValue(record.checkpoint, copyBytes),
+    metadata: cloneValue(record.metadata, copyBytes),
     // metadataJson is JSON data: a JSON round trip copies it (own "__proto__" keys included), faster than structuredClone.
     metadataJson: JSON.parse(JSON.stringify(record.metadataJson)) as Record<string, unknown>,
     channelVersions: { ...record.channelVersions },
