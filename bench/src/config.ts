@@ -35,6 +35,12 @@ export interface BenchConfig {
    * this many checkpoints and the bytes are measured again (default 10).
    */
   pruneKeepLast?: number;
+  /**
+   * After the plain-reducer growth thread, our savers with bytes on disk write a second thread, up to
+   * this many turns, and report what it added at each sample point (see `GrowthPoint.nextThreadPhysicalBytes`).
+   * 0 or absent: not measured.
+   */
+  nextThreadMaxTurns?: number;
   /** Thread depths at which `getState` is measured on the `DeltaChannel` thread. */
   readDepths: number[];
   readReps: number;
@@ -62,6 +68,7 @@ export function quickConfig(name: string): BenchConfig {
     growthBudgetSec: 600,
     curveTurns: [10, 25],
     pruneKeepLast: 10,
+    nextThreadMaxTurns: 200,
     readDepths: [50],
     readReps: 7,
     latency: { stateBytes: [1024, 100 * 1024], modes: ["exit", "async", "sync"], warmup: 2, reps: 5, floorOps: 50 },
@@ -82,6 +89,7 @@ export function fullConfig(name: string): BenchConfig {
     growthBudgetSec: 240,
     curveTurns: [10, 25, 100, 150, 400, 700],
     pruneKeepLast: 10,
+    nextThreadMaxTurns: 200,
     readDepths: [50, 200, 1000],
     readReps: 7,
     latency: { stateBytes: [1024, 100 * 1024], modes: ["exit", "async", "sync"], warmup: 2, reps: 11, floorOps: 100 },

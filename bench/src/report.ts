@@ -105,8 +105,9 @@ export function renderReport(results: BenchResults, charts: { growth?: string; l
       "many turns per run by alternating `user` and `assistant` nodes: one checkpoint per message, no input checkpoint per turn",
   };
   for (const state of ["plain", "delta", "delta-nosnap"] as const) {
-    const rows = results.growth
-      .filter((g) => g.state === state && results.config.growthTurns.includes(g.turns))
+    const points = results.growth.filter((g) => g.state === state && results.config.growthTurns.includes(g.turns));
+    const withNext = points.some((g) => g.nextThreadPhysicalBytes !== undefined);
+    const rows = points
       .map((g) => [
         label(g.backend),
         `${g.turns}${g.estimated ? " *est.*" : ""}`,
@@ -119,13 +120,25 @@ export function renderReport(results: BenchResults, charts: { growth?: string; l
         g.physicalBytes === null || g.emptyPhysicalBytes === undefined || g.emptyPhysicalBytes === null
           ? "—"
           : ratio((g.physicalBytes - g.emptyPhysicalBytes) / g.rawBytes),
+        ...(withNext ? [g.nextThreadPhysicalBytes === undefined ? "—" : ratio(g.nextThreadPhysicalBytes / g.rawBytes)] : []),
         g.msPerTurn === null ? "—" : ms(g.msPerTurn),
       ]);
     if (rows.length === 0) continue;
     out.push(`### ${headings[state]}`);
     out.push("");
-    out.push(table(["Saver", "Turns", "Raw", "Logical", "Logical / turn", "× raw", "Physical", "× raw", "net × raw", "ms / turn"], rows));
+    out.push(
+      table(["Saver", "Turns", "Raw", "Logical", "Logical / turn", "× raw", "Physical", "× raw", "net × raw", ...(withNext ? ["next thread × raw"] : []), "ms / turn"], rows),
+    );
     out.push("");
+    if (withNext) {
+      out.push(
+        "*Next thread*: on disk, what a second thread of the same length (other messages of the same sizes) added to a " +
+          "database that already held a 10-turn thread: the cost of each further thread once the tables and indexes exist. " +
+          "The first thread of a database also pays for those (*net × raw*): on PostgreSQL a free-space map (24 KB) and a " +
+          "visibility map (8 KB) per table and a root page per index, fixed, so it weighs most on short threads.",
+      );
+      out.push("");
+    }
   }
 
   const pruned = results.prune ?? [];

@@ -32,6 +32,12 @@ export interface GrowthPoint {
    * in results written before it was measured.
    */
   emptyPhysicalBytes?: number | null;
+  /**
+   * Physical bytes a second thread of this length added to the same database, written after this one
+   * (so the tables and indexes exist: what each further thread of a database in use costs); plain
+   * reducer, our savers, up to `nextThreadMaxTurns`. Absent where not measured.
+   */
+  nextThreadPhysicalBytes?: number;
   /** True when extrapolated from shorter threads instead of written (plain reducer, long threads). */
   estimated: boolean;
   /** Wall time to write the turns since the previous point, per turn, in ms (durability `sync`). */

@@ -141,8 +141,57 @@ export async function runGrowth(
   } finally {
     await instance.close();
   }
+  if (state === "plain" && spec.owner === "resumable" && (config.nextThreadMaxTurns ?? 0) > 0 && growth.some((g) => g.physicalBytes !== null)) {
+    await measureNextThread(spec, ctx, config, samples, growth, progress);
+  }
   return { growth, reads, prune, notes };
 }
+
+/**
+ * What a further thread costs in a database already in use: in a new database, a first thread of
+ * {@link WARM_UP_TURNS} turns (its tables and indexes then exist, with their free-space and visibility
+ * maps and index roots), then a second thread of other messages of the same sizes, its bytes on disk
+ * measured at each sample point up to `nextThreadMaxTurns` as what it added.
+ */
+async function measureNextThread(
+  spec: BackendSpec,
+  ctx: BenchContext,
+  config: BenchConfig,
+  samples: number[],
+  growth: GrowthPoint[],
+  progress: Progress,
+): Promise<void> {
+  const maxTurns = Math.min(config.nextThreadMaxTurns ?? 0, Math.max(...growth.filter((g) => !g.estimated).map((g) => g.turns)));
+  const instance = await spec.open(ctx, `growth_${spec.id}_next`);
+  try {
+    const warmUp = chatTurns(config.seed ^ 0x5eed, WARM_UP_TURNS, config.messageBytes);
+    const warmGraph = chatGraph("plain", warmUp, instance.saver);
+    for (let i = 0; i < WARM_UP_TURNS; i += 1) {
+      await warmGraph.invoke({ messages: [userMessage(warmUp[i]!, i)] }, { configurable: { thread_id: "growth-plain-first" }, durability: "sync" });
+    }
+    const turns = chatTurns(config.seed ^ 0x2d, maxTurns, config.messageBytes);
+    const graph = chatGraph("plain", turns, instance.saver);
+    const runConfig = { configurable: { thread_id: "growth-plain-next" }, durability: "sync" as const };
+    const before = (await instance.measureBytes()).physical;
+    if (before === null) return;
+    let written = 0;
+    for (const sample of samples.filter((t) => t <= maxTurns)) {
+      while (written < sample) {
+        await graph.invoke({ messages: [userMessage(turns[written]!, written)] }, runConfig);
+        written += 1;
+        if (written % 10 === 0 || written === sample) progress(`${STATE_LABEL.plain}, a second thread, turn ${written}/${maxTurns}`);
+      }
+      const point = growth.find((g) => g.turns === sample && !g.estimated);
+      const after = (await instance.measureBytes()).physical;
+      if (point && after !== null) point.nextThreadPhysicalBytes = after - before;
+    }
+  } finally {
+    await instance.close();
+  }
+}
+
+/** Turns of the first thread written before the second thread of {@link measureNextThread}. */
+const WARM_UP_TURNS = 10;
 
 /** Whether a saver can prune: one of ours, on a store that lists and removes a thread's records. */
 function canPrune(saver: unknown): saver is ResumableSaver {

@@ -74,6 +74,11 @@ describe("pnpm bench at tiny sizes", () => {
           else expect(point.physicalBytes).toBeNull();
         }
         expect(points[1]!.logicalBytes).toBeGreaterThan(points[0]!.logicalBytes);
+        // A second thread's bytes on disk: ours, plain reducer, where there is a file.
+        for (const point of points) {
+          if (state === "plain" && id === "resumable-sqlite") expect(point.nextThreadPhysicalBytes, `${id} next thread`).toBeGreaterThan(point.rawBytes);
+          else expect(point.nextThreadPhysicalBytes, `${id} ${state} next thread`).toBeUndefined();
+        }
       }
       const at4 = (state: string) => results.growth.find((g) => g.backend === id && g.state === state && g.turns === 4)!.logicalBytes;
       // LangChain re-serializes the whole list at every step, which costs more than storing deltas even
