@@ -342,6 +342,14 @@ export async function runLatency(spec: BackendSpec, ctx: BenchContext, config: B
   return points;
 }
 
+/**
+ * Repetitions of the direct calls run first and not recorded (each on its own thread), 6,000 calls of
+ * each kind at the full preset: after one, or five, the measured calls ran in part before the JIT had
+ * optimized our saver's code (MemoryStore put measured 33K/s in a process's first pass and 74K/s in
+ * its second); a service runs warm.
+ */
+const OPS_WARM_UPS = 20;
+
 function checkpointAt(index: number, value: string): Checkpoint {
   // Zero-padded ids sort as strings in the order they were written, as LangGraph's uuid6 ids do.
   const id = `00000000-0000-6000-8000-${index.toString(16).padStart(12, "0")}`;
@@ -352,7 +360,7 @@ function checkpointAt(index: number, value: string): Checkpoint {
  * Direct saver calls: `count` puts (each a new checkpoint with a new value of one channel), `count`
  * getTuples of the newest checkpoint, `count` putWrites (one write each, distinct tasks) on it. The
  * checkpoints are built before the clock starts (building one costs about as much as MemorySaver's
- * `put`), and a first repetition warms the JIT and the database's caches and is not recorded.
+ * `put`), and {@link OPS_WARM_UPS} repetitions warm the JIT and the database's caches, not recorded.
  */
 export async function runOps(spec: BackendSpec, ctx: BenchContext, config: BenchConfig, progress: Progress): Promise<OpsPoint[]> {
   const instance = await spec.open(ctx, `ops_${spec.id}`);
@@ -362,11 +370,11 @@ export async function runOps(spec: BackendSpec, ctx: BenchContext, config: Bench
     const saver = instance.saver;
     const value = randomText(createRng(config.seed ^ 0x0b5), valueBytes);
     const checkpoints = Array.from({ length: count }, (_, i) => checkpointAt(i, value));
-    for (let r = 0; r <= reps; r += 1) {
+    for (let r = 0; r < OPS_WARM_UPS + reps; r += 1) {
       const record = (op: OpsPoint["op"], start: number) => {
-        if (r > 0) rates[op].push((count * 1000) / (nowMs() - start));
+        if (r >= OPS_WARM_UPS) rates[op].push((count * 1000) / (nowMs() - start));
       };
-      const run = r === 0 ? "warm-up" : `run ${r}/${reps}`;
+      const run = r < OPS_WARM_UPS ? `warm-up ${r + 1}/${OPS_WARM_UPS}` : `run ${r + 1 - OPS_WARM_UPS}/${reps}`;
       const threadId = `ops-${r}`;
       let parent = { configurable: { thread_id: threadId, checkpoint_ns: "" } } as { configurable: Record<string, unknown> };
       progress(`put, ${run}`);
