@@ -77,21 +77,36 @@ interface CompactParts {
 
 /** The elements of the compact form, or `undefined` when the checkpoint keeps the object form. */
 function compactParts(checkpoint: Checkpoint): CompactParts | undefined {
-  const { channel_values: _values, id: _id, channel_versions: versions, ...rest } = checkpoint;
-  if (Object.values(versions ?? {}).some((v) => typeof v !== "string")) return undefined;
-  // The compact form reads a numeric ts as milliseconds: a ts that is not a string keeps the object form.
-  if (Object.keys(rest).length !== 3 || !("v" in rest) || typeof rest.ts !== "string" || !("versions_seen" in rest)) return undefined;
-  const seen = rest.versions_seen as Record<string, unknown> | undefined;
+  // Loops rather than rest destructuring: this runs on every put, over a channel per node.
+  const versions = (checkpoint.channel_versions ?? {}) as Record<string, unknown>;
+  for (const channel of Object.keys(versions)) if (typeof versions[channel] !== "string") return undefined;
+  // Besides channel_values, id and channel_versions, exactly v, ts (a string: the compact form reads a
+  // number as milliseconds) and versions_seen.
+  let others = 0;
+  for (const key of Object.keys(checkpoint)) {
+    if (key === "channel_values" || key === "id" || key === "channel_versions") continue;
+    if (key !== "v" && key !== "ts" && key !== "versions_seen") return undefined;
+    others += 1;
+  }
+  if (others !== 3 || typeof checkpoint.ts !== "string") return undefined;
+  const seen = checkpoint.versions_seen as Record<string, unknown> | undefined;
   // LangGraph's runtime starts every versions_seen with `"__input__": {}`: left out, and put back first
   // on reading.
-  if (seen && typeof seen === "object" && Object.getPrototypeOf(seen) === Object.prototype && Object.keys(seen)[0] === INPUT_SEEN) {
+  if (seen && typeof seen === "object" && Object.getPrototypeOf(seen) === Object.prototype) {
+    const keys = Object.keys(seen);
     const first = seen[INPUT_SEEN];
-    if (first && typeof first === "object" && Object.getPrototypeOf(first) === Object.prototype && Object.keys(first).length === 0) {
-      const { [INPUT_SEEN]: _input, ...others } = seen;
-      return { v: rest.v, ts: compactTs(rest.ts), seen: others, input: 1 };
+    if (keys[0] === INPUT_SEEN && first && typeof first === "object" && Object.getPrototypeOf(first) === Object.prototype && Object.keys(first).length === 0) {
+      const rest: Record<string, unknown> = {};
+      for (let i = 1; i < keys.length; i += 1) {
+        const key = keys[i]!;
+        // A key named __proto__ stays an own property, as rest destructuring kept it.
+        if (key === "__proto__") Object.defineProperty(rest, key, { value: seen[key], enumerable: true, writable: true, configurable: true });
+        else rest[key] = seen[key];
+      }
+      return { v: checkpoint.v, ts: compactTs(checkpoint.ts), seen: rest, input: 1 };
     }
   }
-  return { v: rest.v, ts: compactTs(rest.ts), seen, input: 0 };
+  return { v: checkpoint.v, ts: compactTs(checkpoint.ts), seen, input: 0 };
 }
 
 /**
