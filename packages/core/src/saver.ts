@@ -339,6 +339,8 @@ export class ResumableSaver extends BaseCheckpointSaver {
     // needs no blob at all; the object form keeps an "empty" blob for it, as earlier releases did.
     const form = checkpointForm(checkpoint);
     const written = form.masked ? new Set<string>() : undefined;
+    // Channels holding null, carried over or new: the record says so, and no blob is stored for them.
+    const nulls = written && isDefaultSerde(this.serde) ? nullChannels(values as Record<string, unknown>, channelVersions) : undefined;
     let cachedBytes = 0;
     for (const [channel, rawVersion] of Object.entries(newVersions ?? {})) {
       if (!Object.prototype.hasOwnProperty.call(channelVersions, channel)) checkIdentifier(channel, ID_RULES.channel, "put()");
@@ -349,6 +351,10 @@ export class ResumableSaver extends BaseCheckpointSaver {
         // No value at this version (an empty channel, a DeltaChannel between snapshots); a list
         // stored earlier on the lineage stays the base for the next delta.
         if (!written) blobs.push({ channel, version, value: EMPTY_VALUE });
+        continue;
+      }
+      if (nulls?.has(channel)) {
+        lists.delete(channel);
         continue;
       }
       written?.add(channel);
@@ -368,7 +374,7 @@ export class ResumableSaver extends BaseCheckpointSaver {
       }
     }
     for (const state of lists.values()) cachedBytes += state.bytes;
-    const checkpointValue = await writer.value(storedCheckpoint(form, written), "the checkpoint", false);
+    const checkpointValue = await writer.value(storedCheckpoint(form, written, nulls), "the checkpoint", false);
     const fields = await this.metadataFields(writer, withRunId(metadata, config));
     const record: CheckpointRecord = {
       threadId,
@@ -1144,7 +1150,7 @@ export class ResumableSaver extends BaseCheckpointSaver {
     const scope = { threadId: record.threadId, checkpointNs: record.checkpointNs };
     const reader = new RecordReader(this.store, this.serde, scope, stored.chunks);
     await reader.prefetch([record.checkpoint, record.metadata, ...stored.blobs.map((b) => b.value), ...stored.writes.map((w) => w.value)]);
-    const { checkpoint, written } = expandCheckpoint(await reader.load(record.checkpoint, `checkpoint ${record.checkpointId}`), record.channelVersions);
+    const { checkpoint, written, nulls } = expandCheckpoint(await reader.load(record.checkpoint, `checkpoint ${record.checkpointId}`), record.channelVersions);
     // Compact records leave out what the record holds anyway.
     if (checkpoint.id === undefined) checkpoint.id = record.checkpointId;
     if (checkpoint.channel_versions === undefined) checkpoint.channel_versions = { ...record.channelVersions };
@@ -1155,6 +1161,10 @@ export class ResumableSaver extends BaseCheckpointSaver {
     const channelValues: Record<string, unknown> = {};
     const lists = new Map<string, ListState>();
     for (const [channel, version] of Object.entries(checkpoint.channel_versions ?? {})) {
+      if (nulls?.has(channel)) {
+        channelValues[channel] = null;
+        continue;
+      }
       const blob = blobs.get(blobKey(channel, String(version)));
       if (!blob && written?.().has(channel)) throw tornCheckpoint(record, channel, String(version));
       if (!blob || blob.value.type === "empty") continue;
@@ -1384,4 +1394,13 @@ function writesRequest(
   if (fence) request.fence = fence;
   if (status) request.status = status;
   return request;
+}
+
+/** The channels that have a version and hold `null` (own properties only). */
+function nullChannels(values: Record<string, unknown>, channelVersions: Record<string, string>): Set<string> | undefined {
+  let out: Set<string> | undefined;
+  for (const channel of Object.keys(channelVersions)) {
+    if (values[channel] === null && Object.prototype.hasOwnProperty.call(values, channel)) (out ??= new Set()).add(channel);
+  }
+  return out;
 }

@@ -229,6 +229,43 @@ describe("channels without a value", () => {
     expect((await graph.getState(config)).values.messages).toHaveLength(6);
   });
 
+  it("hold null in the record, not in a blob, whether the channel is new or carried over", async () => {
+    const store = new RecordingStore();
+    const saver = new ResumableSaver(store);
+    const thread = { configurable: { thread_id: "nulls", checkpoint_ns: "" } };
+    const base = { v: 4, versions_seen: { __input__: {} } };
+    const first = await saver.put(
+      thread,
+      { ...base, id: "1f000000-0000-6000-8000-000000000001", ts: "2026-12-02T00:00:00.000Z", channel_values: { a: null, b: 1 }, channel_versions: { a: "1.x", b: "1.x" } },
+      { source: "loop", step: 0, parents: {} },
+      { a: "1.x", b: "1.x" },
+    );
+    // Only b gets a blob; a is carried over, still null, while b changes.
+    const second = await saver.put(
+      first,
+      { ...base, id: "1f000000-0000-6000-8000-000000000002", ts: "2026-12-02T00:00:01.000Z", channel_values: { a: null, b: 2 }, channel_versions: { a: "1.x", b: "2.y" } },
+      { source: "loop", step: 1, parents: {} },
+      { b: "2.y" },
+    );
+    expect(store.puts.map((p) => p.blobs.map((b) => b.channel))).toEqual([["b"], ["b"]]);
+    expect((await saver.getTuple(first))!.checkpoint.channel_values).toEqual({ a: null, b: 1 });
+    expect((await saver.getTuple(second))!.checkpoint.channel_values).toEqual({ a: null, b: 2 });
+    // A chat: the branch channel LangGraph sets to null after __start__ reads back null, with no blob.
+    const graph = chat(saver);
+    const config = { configurable: { thread_id: "null-branch" } };
+    await graph.invoke({ messages: [new HumanMessage({ content: "q", id: "user-0" })] }, config);
+    let seen = 0;
+    for await (const tuple of saver.list(config)) {
+      const values = tuple.checkpoint.channel_values as Record<string, unknown>;
+      for (const channel of Object.keys(values).filter((c) => values[c] === null)) {
+        seen += 1;
+        const put = store.puts.find((p) => p.record.checkpointId === tuple.checkpoint.id)!;
+        expect(put.blobs.some((b) => b.channel === channel)).toBe(false);
+      }
+    }
+    expect(seen).toBeGreaterThan(0);
+  });
+
   it("let a read tell a torn checkpoint from an empty channel", async () => {
     const store = new LosingStore();
     const saver = new ResumableSaver(store);
