@@ -25,6 +25,7 @@
  * @module
  */
 import type { Checkpoint } from "@langchain/langgraph-checkpoint";
+import { defineKey } from "./serialization.js";
 
 const INPUT_SEEN = "__input__";
 
@@ -103,12 +104,8 @@ function compactParts(checkpoint: Checkpoint): CompactParts | undefined {
     const first = seen[INPUT_SEEN];
     if (keys[0] === INPUT_SEEN && first && typeof first === "object" && Object.getPrototypeOf(first) === Object.prototype && Object.keys(first).length === 0) {
       const rest: Record<string, unknown> = {};
-      for (let i = 1; i < keys.length; i += 1) {
-        const key = keys[i]!;
-        // A key named __proto__ stays an own property, as rest destructuring kept it.
-        if (key === "__proto__") Object.defineProperty(rest, key, { value: seen[key], enumerable: true, writable: true, configurable: true });
-        else rest[key] = seen[key];
-      }
+      // defineKey keeps a key named __proto__ an own property, as rest destructuring did.
+      for (let i = 1; i < keys.length; i += 1) defineKey(rest, keys[i]!, seen[keys[i]!]);
       return { v: checkpoint.v, ts: compactTs(checkpoint.ts), seen: rest, input: 1 };
     }
   }

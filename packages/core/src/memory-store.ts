@@ -267,7 +267,7 @@ export class MemoryStore implements CheckpointStore {
     this.check("getChunks");
     const thread = this.threads.get(threadId);
     if (!thread) return [];
-    return [...new Set(hashes)].flatMap((hash) => [...(thread.chunks.get(hash)?.values() ?? [])].map((c) => ({ ...c, data: c.data })));
+    return [...new Set(hashes)].flatMap((hash) => [...(thread.chunks.get(hash)?.values() ?? [])].map((c) => ({ ...c })));
   }
 
   async getBlobs(scope: ThreadScope, keys: Array<{ channel: string; version: string }>): Promise<BlobRecord[]> {
@@ -493,12 +493,12 @@ function referencedChunks(thread: ThreadData, values: SerializedValue[]): ChunkR
     for (const hash of value.refs ?? []) hashes.add(hash);
     if (value.chunkRef) hashes.add(value.chunkRef.hash);
   }
-  return [...hashes].flatMap((hash) => [...(thread.chunks.get(hash)?.values() ?? [])].map((c) => ({ ...c, data: c.data })));
+  return [...hashes].flatMap((hash) => [...(thread.chunks.get(hash)?.values() ?? [])].map((c) => ({ ...c })));
 }
 
 function putChunk(thread: ThreadData, chunk: ChunkRecord): void {
   const chunks = getOrCreate(thread.chunks, chunk.hash, () => new Map<number, ChunkRecord>());
-  if (!chunks.has(chunk.index)) chunks.set(chunk.index, { ...chunk, data: Uint8Array.prototype.slice.call(chunk.data) });
+  if (!chunks.has(chunk.index)) chunks.set(chunk.index, { ...chunk, data: copyBytes(chunk.data) });
 }
 
 function getOrCreate<K, V>(map: Map<K, V>, key: K, create: () => V): V {
@@ -510,10 +510,14 @@ function getOrCreate<K, V>(map: Map<K, V>, key: K, create: () => V): V {
   return value;
 }
 
-function cloneValue(value: SerializedValue, copyBytes = true): SerializedValue {
+/** A copy of bytes the store was given: Uint8Array's slice copies, a Buffer's own slice would be a view. */
+function copyBytes(data: Uint8Array): Uint8Array {
+  return Uint8Array.prototype.slice.call(data);
+}
+
+function cloneValue(value: SerializedValue, copy = true): SerializedValue {
   // Built field by field: object spread with conditional spreads costs several times more per call.
-  // Uint8Array's slice copies; a Buffer's own slice would return a view of the caller's memory.
-  const out: SerializedValue = { type: value.type, data: copyBytes ? Uint8Array.prototype.slice.call(value.data) : value.data };
+  const out: SerializedValue = { type: value.type, data: copy ? copyBytes(value.data) : value.data };
   if (value.chunkRef) out.chunkRef = { ...value.chunkRef };
   if (value.refs) out.refs = value.refs.slice();
   return out;
@@ -524,8 +528,8 @@ function readValue(value: SerializedValue): SerializedValue {
   return cloneValue(value, false);
 }
 
-function cloneBlob(blob: BlobRecord, copyBytes = true): BlobRecord {
-  return { ...blob, value: cloneValue(blob.value, copyBytes) };
+function cloneBlob(blob: BlobRecord, copy = true): BlobRecord {
+  return { ...blob, value: cloneValue(blob.value, copy) };
 }
 
 function readBlob(blob: BlobRecord): BlobRecord {
@@ -536,11 +540,11 @@ function readRecord(record: CheckpointRecord): CheckpointRecord {
   return cloneRecord(record, false);
 }
 
-function cloneRecord(record: CheckpointRecord, copyBytes = true): CheckpointRecord {
+function cloneRecord(record: CheckpointRecord, copy = true): CheckpointRecord {
   return {
     ...record,
-    checkpoint: cloneValue(record.checkpoint, copyBytes),
-    metadata: cloneValue(record.metadata, copyBytes),
+    checkpoint: cloneValue(record.checkpoint, copy),
+    metadata: cloneValue(record.metadata, copy),
     // metadataJson is JSON data: a JSON round trip copies it (own "__proto__" keys included), faster than structuredClone.
     metadataJson: JSON.parse(JSON.stringify(record.metadataJson)) as Record<string, unknown>,
     channelVersions: { ...record.channelVersions },

@@ -43,7 +43,7 @@ import { ID_RULES, checkIdentifier } from "./ids.js";
 import { canonicalFilter } from "./metadata-filter.js";
 import { RUNTIME_METADATA_KEYS, filterableMetadata, plainMetadataFields, recordMetadata } from "./metadata-form.js";
 import { RecordReader, RecordWriter, blobKey, deltaOf, listOf, type WriteSettings } from "./record-codec.js";
-import { EMPTY_VALUE, canonicalJson, canonicalJsonText, canonicalPlainJson, isDefaultSerde } from "./serialization.js";
+import { EMPTY_VALUE, canonicalJson, canonicalJsonText, canonicalPlainJson, defineKey, isDefaultSerde } from "./serialization.js";
 import {
   DEFAULT_CAPABILITIES,
   type BlobRecord,
@@ -323,7 +323,7 @@ export class ResumableSaver extends BaseCheckpointSaver {
     const channelVersions: Record<string, string> = {};
     for (const channel of Object.keys(versions)) {
       checkIdentifier(channel, ID_RULES.channel, "put()");
-      setOwn(channelVersions, channel, String(versions[channel]));
+      defineKey(channelVersions, channel, String(versions[channel]));
     }
     const writer = new RecordWriter(this.writeSettings);
     const parent = await this.parentLineage(threadId, checkpointNs, parentCheckpointId);
@@ -1372,12 +1372,6 @@ function describe(value: unknown): string {
   if (Array.isArray(value)) return "an array";
   if (typeof value === "string") return value.length > 60 ? `a string of ${value.length} characters` : JSON.stringify(value);
   return typeof value === "object" ? "an object" : `${typeof value} ${String(value)}`;
-}
-
-/** Sets an own enumerable property, a key named `__proto__` included (plain assignment would set the prototype). */
-function setOwn(target: Record<string, string>, key: string, value: string): void {
-  if (key === "__proto__") Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
-  else target[key] = value;
 }
 
 /** A putWrites request, built field by field (see put). */
