@@ -180,5 +180,28 @@ export const threadStatus: Category = {
       checkEqual(await saver.getThreadStatus(thread), undefined, "status after deleteThread");
       checkEqual(await saver.getThreadStatus(ctx.threadId("never")), undefined, "status of a thread never written");
     }),
+    check_("puts in quick succession: each names its checkpoint and resets attempts; the listing agrees with the status; a state change moves updatedAt", async (ctx) => {
+      // The saver lets a store keep updatedAt for puts that keep the state (statusResolutionMs); whether
+      // the store does or not, everything else must be the latest put's, and the index must agree.
+      const opened = await ctx.open();
+      const saver = resumable(opened.saver);
+      const thread = ctx.threadId();
+      const started = Date.now();
+      let config = await putCheckpoint(saver, threadConfig(thread), { "branch:to:work": null });
+      await saver.updateThreadStatus(thread, { checkpointId: idOf(config), addAttempts: 1, attemptedAt: 1234 });
+      for (let i = 0; i < 5; i += 1) config = await putCheckpoint(saver, config, { "branch:to:work": null }, { versions: { "branch:to:work": 1 } });
+      const status = await saver.getThreadStatus(thread);
+      checkEqual([status?.state, status?.checkpointId, status?.attempts, status?.attemptedAt], ["pending", idOf(config), 0, undefined], "status after six puts of a pending thread");
+      check(status!.updatedAt >= started && status!.updatedAt <= Date.now(), `updatedAt ${status?.updatedAt} is not between the first put and now`);
+      const listed = (await saver.listThreads({ status: "pending", limit: 1000 })).threads.filter((t) => t.threadId === thread);
+      checkEqual(listed.map((t) => [t.checkpointId, t.updatedAt]), [[idOf(config), status!.updatedAt]], "the listing of the pending thread");
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      const beforeDone = Date.now();
+      const done = await putCheckpoint(saver, config, { result: 1 }, { versions: { result: 1 } });
+      const after = await saver.getThreadStatus(thread);
+      checkEqual([after?.state, after?.checkpointId], ["done", idOf(done)], "status after a finishing checkpoint");
+      check(after!.updatedAt >= beforeDone, `a state change left updatedAt at ${after?.updatedAt}, before the put (${beforeDone})`);
+      check(!(await saver.listThreads({ status: "pending", limit: 1000 })).threads.some((t) => t.threadId === thread), "the finished thread is still listed as pending");
+    }),
   ],
 };

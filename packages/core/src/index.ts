@@ -16,6 +16,7 @@ export {
   type WithLeaseOptions,
 } from "./saver.js";
 export {
+  DEFAULT_STATUS_RESOLUTION_MS,
   MAX_INTERRUPT_JSON_CHARS,
   MAX_STATUS_ERROR_CHARS,
   MAX_THREADS_PAGE,

@@ -64,6 +64,7 @@ import {
   type WriteRecord,
 } from "./store.js";
 import {
+  DEFAULT_STATUS_RESOLUTION_MS,
   MAX_THREADS_PAGE,
   applyPatchToWrite,
   checkpointState,
@@ -111,6 +112,15 @@ export interface ResumableSaverOptions {
    * declares `capabilities.threadStatus`; `false` turns it off (a put then costs what it did without).
    */
   threadStatus?: boolean;
+  /**
+   * How far a thread's `updatedAt` (its last activity, as `listThreads` orders and filters by it) may
+   * trail its latest root checkpoint, in ms. Default {@link DEFAULT_STATUS_RESOLUTION_MS} (1 s): a put
+   * that leaves the thread's state as it was, within that time of the stored `updatedAt`, then leaves
+   * the status index alone (one row rewritten instead of a row and an index entry; on PostgreSQL, an
+   * update that leaves no dead index entry). A state change always moves `updatedAt`. `0`: every put
+   * moves it.
+   */
+  statusResolutionMs?: number;
 }
 
 /** Options of {@link ResumableSaver.claimLease}. */
@@ -196,6 +206,8 @@ export class ResumableSaver extends BaseCheckpointSaver {
   private readonly lineages: DeltaCache;
   /** Whether puts and special writes carry the thread's status. */
   readonly tracksStatus: boolean;
+  /** See {@link ResumableSaverOptions.statusResolutionMs}. */
+  private readonly statusResolutionMs: number;
   /** Root puts at the store, per thread, so that a status-changing write on that checkpoint lands after it. */
   private readonly inflightPuts = new Map<string, { checkpointId: string; promise: Promise<unknown> }>();
   /** Status changes of writes that came before their checkpoint's put (see {@link statusOfPut}). */
@@ -220,6 +232,11 @@ export class ResumableSaver extends BaseCheckpointSaver {
         : ((typeof options.deltas === "object" ? options.deltas.maxChain : undefined) ?? DEFAULT_MAX_CHAIN);
     this.lineages = new DeltaCache(options.cache);
     this.tracksStatus = this.capabilities.threadStatus && options.threadStatus !== false;
+    const resolution = options.statusResolutionMs ?? DEFAULT_STATUS_RESOLUTION_MS;
+    if (typeof resolution !== "number" || !Number.isFinite(resolution) || resolution < 0) {
+      throw new InvalidConfigError("statusResolutionMs", `ResumableSaver: "statusResolutionMs" must be a finite number of ms, at least 0, got ${describe(resolution)}.`);
+    }
+    this.statusResolutionMs = resolution;
   }
 
   /**
@@ -915,7 +932,8 @@ export class ResumableSaver extends BaseCheckpointSaver {
 
   /** The status a root put carries: its own state, with what writes on the same checkpoint noted before it. */
   private statusOfPut(threadId: string, checkpointId: string, state: "pending" | "done"): ThreadStatusWrite {
-    let status: ThreadStatusWrite = { state, updatedAt: Date.now() };
+    const now = Date.now();
+    let status: ThreadStatusWrite = this.statusResolutionMs > 0 ? { state, updatedAt: now, keepUpdatedAtFrom: now - this.statusResolutionMs } : { state, updatedAt: now };
     const note = this.statusNotes.get(threadId);
     if (note?.checkpointId === checkpointId) {
       for (const patch of note.patches) status = applyPatchToWrite(status, patch);

@@ -496,6 +496,15 @@ export interface ThreadStatusWrite {
   interrupts?: Record<string, unknown>;
   /** ms since the epoch. */
   updatedAt: number;
+  /**
+   * The store may keep the stored `updatedAt` when the stored record has the same `state` and an
+   * `updatedAt` at least this (ms since the epoch); everything else (`checkpointId`, `error`,
+   * `interrupts`, `attempts`, `attemptedAt`) is replaced as usual. The record's place in the status
+   * index, `(state, updatedAt, threadId)`, then stays where it is, so a run's puts within the saver's
+   * `statusResolutionMs` rewrite one row and no index entry. Absent: `updatedAt` is always written.
+   * Stores may ignore it.
+   */
+  keepUpdatedAtFrom?: number;
 }
 
 /**

@@ -34,6 +34,11 @@ import { THREAD_STATES, type ThreadState, type ThreadStatusPatch, type ThreadSta
 
 /** The longest error message a status keeps. */
 export const MAX_STATUS_ERROR_CHARS = 4000;
+/**
+ * How far a thread's `updatedAt` may trail its last root checkpoint by default (ms): within it, a put
+ * that leaves the state as it was leaves `updatedAt` too (see `ThreadStatusWrite.keepUpdatedAtFrom`).
+ */
+export const DEFAULT_STATUS_RESOLUTION_MS = 1000;
 /** The largest interrupt value (as JSON) a status keeps whole; larger ones are kept as a preview. */
 export const MAX_INTERRUPT_JSON_CHARS = 8192;
 

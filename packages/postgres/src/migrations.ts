@@ -162,6 +162,14 @@ export const MIGRATIONS: readonly Migration[] = [
     description: "no metadata index",
     statements: (s) => [`DROP INDEX IF EXISTS ${s}.${TABLES.checkpoints}_metadata`],
   },
+  {
+    // A root checkpoint's put updates its thread's status row; when the state and the indexed
+    // updated_at stay as they were (see ThreadStatusWrite.keepUpdatedAtFrom) the update can be HOT,
+    // which needs room for the new row version on the same page: keep 30% of each page free.
+    version: 7,
+    description: "room on status pages",
+    statements: (s) => [`ALTER TABLE ${s}.${TABLES.threads} SET (fillfactor = 70)`],
+  },
 ];
 
 /** The newest schema version this package knows. */

@@ -424,11 +424,17 @@ export class PostgresStore implements CheckpointStore {
     if (request.status) {
       const { status } = request;
       const interrupts = status.interrupts && Object.keys(status.interrupts).length > 0 ? JSON.stringify(status.interrupts) : null;
-      // Replaces the record unless it names a later checkpoint.
+      // Replaces the record unless it names a later checkpoint. With keepUpdatedAtFrom, a record that keeps
+      // its state keeps a recent updated_at: no indexed column then changes, so the update is HOT (no
+      // new index entry, the old row version pruned within its page).
+      const updatedAt =
+        status.keepUpdatedAtFrom === undefined
+          ? "EXCLUDED.updated_at"
+          : `CASE WHEN th.state = EXCLUDED.state AND th.updated_at >= ${p.add(status.keepUpdatedAtFrom)}::bigint THEN th.updated_at ELSE EXCLUDED.updated_at END`;
       ctes.push(
         `status AS (INSERT INTO ${this.t.threads} AS th (thread_id, state, checkpoint_id, updated_at, error, interrupts, attempts, attempted_at) ` +
           `${guard(`VALUES (${thread}::text, ${p.add(status.state)}::text, ${checkpointId}::text, ${p.add(status.updatedAt)}::bigint, ${p.add(status.error ?? null)}::text, ${p.add(interrupts)}::jsonb, 0, NULL::bigint)`)} ` +
-          `ON CONFLICT (thread_id) DO UPDATE SET state = EXCLUDED.state, checkpoint_id = EXCLUDED.checkpoint_id, updated_at = EXCLUDED.updated_at, ` +
+          `ON CONFLICT (thread_id) DO UPDATE SET state = EXCLUDED.state, checkpoint_id = EXCLUDED.checkpoint_id, updated_at = ${updatedAt}, ` +
           `error = EXCLUDED.error, interrupts = EXCLUDED.interrupts, attempts = 0, attempted_at = NULL ` +
           `WHERE th.checkpoint_id <= EXCLUDED.checkpoint_id)`,
       );

@@ -49,6 +49,51 @@ describe("round trips", () => {
   });
 });
 
+describe("status within the resolution", () => {
+  it("a put that keeps the state keeps updatedAt and updates the row in place (HOT): no new status index entry", async () => {
+    // One connection, so that the test can make it flush its statistics before reading them.
+    const pool = db.pool({ max: 1 });
+    const store = new PostgresStore(pool, { schema: "hot_status" });
+    await store.setup();
+    const record = (id: string) => ({
+      threadId: "res",
+      checkpointNs: "",
+      checkpointId: id,
+      parentCheckpointId: undefined,
+      checkpoint: { type: "json", data: new TextEncoder().encode("{}") },
+      metadata: { type: "json", data: new TextEncoder().encode("{}") },
+      metadataJson: {},
+      channelVersions: {},
+    });
+    const put = (id: string, status: { state: "pending" | "done"; updatedAt: number; keepUpdatedAtFrom?: number; error?: string }) =>
+      store.putCheckpoint({ record: record(id), blobs: [], chunks: [], status });
+    const hotUpdates = async () => {
+      await pool.query("SELECT pg_stat_force_next_flush()");
+      await pool.query("SELECT 1");
+      const rows = await pool.query(`SELECT n_tup_upd::int AS upd, n_tup_hot_upd::int AS hot FROM pg_stat_user_tables WHERE schemaname = 'hot_status' AND relname = 'resumable_threads'`);
+      return rows.rows[0] as { upd: number; hot: number };
+    };
+    await put("cp-01", { state: "pending", updatedAt: 1000 });
+    await store.patchThreadStatus({ threadId: "res", patch: { checkpointId: "cp-01", addAttempts: 1, attemptedAt: 1100, updatedAt: 1100 } });
+    const before = await hotUpdates();
+    for (let i = 2; i <= 9; i += 1) await put(`cp-0${i}`, { state: "pending", updatedAt: 1000 + i * 100, keepUpdatedAtFrom: 500, error: `e${i}` });
+    const after = await hotUpdates();
+    expect(await store.getThreadStatus("res")).toMatchObject({ state: "pending", checkpointId: "cp-09", updatedAt: 1100, error: "e9", attempts: 0 });
+    expect(after.upd - before.upd).toBe(8);
+    expect(after.hot - before.hot).toBe(8);
+    expect((await store.listThreads({ states: ["pending"], limit: 10 })).map((t) => [t.threadId, t.updatedAt])).toEqual([["res", 1100]]);
+    // Older than keepUpdatedAtFrom, or a state change: updatedAt moves.
+    await put("cp-10", { state: "pending", updatedAt: 3000, keepUpdatedAtFrom: 2000 });
+    expect((await store.getThreadStatus("res"))?.updatedAt).toBe(3000);
+    await put("cp-11", { state: "done", updatedAt: 3200, keepUpdatedAtFrom: 0 });
+    expect(await store.getThreadStatus("res")).toMatchObject({ state: "done", checkpointId: "cp-11", updatedAt: 3200 });
+    // A late put changes nothing.
+    await put("cp-10", { state: "done", updatedAt: 3300, keepUpdatedAtFrom: 0 });
+    expect(await store.getThreadStatus("res")).toMatchObject({ checkpointId: "cp-11", updatedAt: 3200 });
+    await store.close();
+  });
+});
+
 describe("a fenced write racing a claim", () => {
   it("waits for a claim in progress on the lease row, then writes nothing and fails with LeaseLostError", async () => {
     const pool = db.pool({ max: 4 });

@@ -239,6 +239,11 @@ const SQL = {
     ON CONFLICT (thread_id) DO UPDATE SET state = excluded.state, checkpoint_id = excluded.checkpoint_id, updated_at = excluded.updated_at,
       error = excluded.error, interrupts = excluded.interrupts, attempts = 0, attempted_at = NULL
     WHERE excluded.checkpoint_id >= resumable_threads.checkpoint_id`,
+  // The same replacement, when the record keeps its state and its updated_at is recent enough (see
+  // ThreadStatusWrite.keepUpdatedAtFrom): no column of resumable_threads_state changes, so SQLite
+  // rewrites the row and leaves the index alone (one page fewer per commit).
+  touchStatus: `UPDATE resumable_threads SET checkpoint_id = ?, error = ?, interrupts = ?, attempts = 0, attempted_at = NULL
+    WHERE thread_id = ? AND state = ? AND updated_at >= ? AND checkpoint_id <= ?`,
   // A patch, in one statement: interrupts merge as a JSON merge patch keyed by task id.
   patchStatus: `UPDATE resumable_threads SET
       state = coalesce(@state, state),
@@ -606,16 +611,19 @@ export class SqliteStore implements CheckpointStore {
       );
       const status = request.status;
       if (status) {
-        this.run("UPSERT status", SQL.putStatus, (s) =>
-          s.run(
-            record.threadId,
-            status.state,
-            record.checkpointId,
-            status.updatedAt,
-            status.error ?? null,
-            status.interrupts && Object.keys(status.interrupts).length > 0 ? JSON.stringify(status.interrupts) : null,
-          ),
-        );
+        const error = status.error ?? null;
+        const interrupts = status.interrupts && Object.keys(status.interrupts).length > 0 ? JSON.stringify(status.interrupts) : null;
+        const from = status.keepUpdatedAtFrom;
+        const touched =
+          from !== undefined &&
+          this.run("UPDATE status", SQL.touchStatus, (s) =>
+            s.run(record.checkpointId, error, interrupts, record.threadId, status.state, from, record.checkpointId),
+          ).changes > 0;
+        if (!touched) {
+          this.run("UPSERT status", SQL.putStatus, (s) =>
+            s.run(record.threadId, status.state, record.checkpointId, status.updatedAt, error, interrupts),
+          );
+        }
       }
     });
   }

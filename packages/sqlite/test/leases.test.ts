@@ -62,6 +62,69 @@ describe("statements per call", () => {
   });
 });
 
+describe("status within the resolution", () => {
+  it("a put that keeps the state rewrites the row, not its index entry: updatedAt stays, the checkpoint, error, interrupts and attempts are replaced", async () => {
+    const { store, path } = await freshStore();
+    const put = (id: number, status: { state: "pending" | "done"; updatedAt: number; keepUpdatedAtFrom?: number; error?: string }) =>
+      commands(store, () => store.putCheckpoint({ record: record("res", cid(id)), blobs: [], chunks: [], status }));
+    await put(1, { state: "pending", updatedAt: 1000 });
+    await store.patchThreadStatus({ threadId: "res", patch: { checkpointId: cid(1), addAttempts: 1, attemptedAt: 1100, updatedAt: 1100 } });
+    // Same state, stored updatedAt (1100) at least keepUpdatedAtFrom: one UPDATE, no UPSERT.
+    expect(await put(2, { state: "pending", updatedAt: 1500, keepUpdatedAtFrom: 500, error: "e" })).toEqual([
+      "BEGIN IMMEDIATE",
+      "UPSERT checkpoint",
+      "UPDATE status",
+      "COMMIT",
+    ]);
+    expect(await store.getThreadStatus("res")).toMatchObject({ state: "pending", checkpointId: cid(2), updatedAt: 1100, error: "e", attempts: 0 });
+    expect((await store.getThreadStatus("res"))?.attemptedAt).toBeUndefined();
+    // The index names the row where it was: listThreads still finds it, by its kept updatedAt.
+    expect((await store.listThreads({ states: ["pending"], limit: 10 })).map((t) => [t.threadId, t.updatedAt])).toEqual([["res", 1100]]);
+    // Older than keepUpdatedAtFrom: updatedAt moves.
+    await put(3, { state: "pending", updatedAt: 3000, keepUpdatedAtFrom: 2000 });
+    expect((await store.getThreadStatus("res"))?.updatedAt).toBe(3000);
+    // A state change always moves it.
+    await put(4, { state: "done", updatedAt: 3200, keepUpdatedAtFrom: 0 });
+    expect(await store.getThreadStatus("res")).toMatchObject({ state: "done", checkpointId: cid(4), updatedAt: 3200 });
+    // A late put (an older checkpoint id) changes nothing, on either path.
+    await put(3, { state: "done", updatedAt: 3300, keepUpdatedAtFrom: 0 });
+    expect(await store.getThreadStatus("res")).toMatchObject({ checkpointId: cid(4), updatedAt: 3200 });
+    // The index agrees with the rows (no stale entry left by the row-only update).
+    const db = new Database(path, { readonly: true });
+    expect(db.prepare("PRAGMA integrity_check").get()).toEqual({ integrity_check: "ok" });
+    db.close();
+    await store.close();
+  });
+
+  it("through the saver: puts within statusResolutionMs keep updatedAt, a state change moves it, statusResolutionMs: 0 moves it every time", async () => {
+    const { store } = await freshStore();
+    const checkpoint = (id: string, values: Record<string, unknown>) => ({ v: 4, id, ts: new Date().toISOString(), channel_values: values, channel_versions: Object.fromEntries(Object.keys(values).map((k) => [k, id])), versions_seen: {} });
+    const meta = { source: "loop" as const, step: 0, parents: {} };
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    for (const [thread, saver] of [
+      ["kept", new ResumableSaver(store)],
+      ["exact", new ResumableSaver(store, { statusResolutionMs: 0 })],
+    ] as const) {
+      await saver.put({ configurable: { thread_id: thread } }, checkpoint(cid(1), { "branch:to:work": null }), meta, { a: cid(1) });
+      const first = await store.getThreadStatus(thread);
+      expect(first?.state).toBe("pending");
+      await sleep(20);
+      await saver.put({ configurable: { thread_id: thread } }, checkpoint(cid(2), { "branch:to:work": null }), meta, { a: cid(2) });
+      const second = await store.getThreadStatus(thread);
+      expect(second?.checkpointId).toBe(cid(2));
+      if (thread === "kept") expect(second?.updatedAt).toBe(first?.updatedAt);
+      else expect(second!.updatedAt).toBeGreaterThanOrEqual(first!.updatedAt + 20);
+      await sleep(20);
+      await saver.put({ configurable: { thread_id: thread } }, checkpoint(cid(3), { a: 1 }), meta, { a: cid(3) });
+      const done = await store.getThreadStatus(thread);
+      expect(done?.state).toBe("done");
+      expect(done!.updatedAt).toBeGreaterThanOrEqual(first!.updatedAt + 40);
+    }
+    expect(() => new ResumableSaver(store, { statusResolutionMs: -1 })).toThrow(/statusResolutionMs/);
+    await store.close();
+  });
+});
+
 describe("listThreads", () => {
   it("reads one range of the status index per state: SQLite's plan searches the index once per state (in index order, so each range stops after limit rows) and never scans the table", async () => {
     const { store, path } = await freshStore();
