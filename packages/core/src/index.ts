@@ -68,3 +68,4 @@ export {
   type ImportResult,
 } from "./import-checkpoints.js";
 export { MAX_TTL_SECONDS, threadTtlSettings, type ThreadTtlSettings } from "./thread-ttl.js";
+export { parseCommandLine, processOutput, type CliOutput, type CommandLine, type CommandLineSpec, type CommandValues, type ParseArgsOptionsConfig } from "./cli.js";

@@ -9,10 +9,9 @@
  *
  * @module
  */
-import { parseArgs } from "node:util";
 
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
-import { formatImportProgress, formatImportResult, importCheckpoints } from "@resumable/core";
+import { formatImportProgress, formatImportResult, importCheckpoints, parseCommandLine, processOutput, type CliOutput } from "@resumable/core";
 
 import { PostgresSaver } from "./postgres-saver.js";
 
@@ -29,48 +28,21 @@ Commands:
       --thread ID   import only this thread (repeat for several)
 `;
 
-/** Where the CLI writes; the bin passes the process's streams, tests their own. */
-export interface CliOutput {
-  out(line: string): void;
-  err(line: string): void;
-}
-
-const processOutput: CliOutput = {
-  out: (line) => process.stdout.write(`${line}\n`),
-  err: (line) => process.stderr.write(`${line}\n`),
-};
+export type { CliOutput };
 
 /** Runs the CLI; resolves to the exit code (0 done, 1 failed, 2 usage). */
 export async function main(argv: string[], output: CliOutput = processOutput): Promise<number> {
-  const [command, ...rest] = argv;
-  if (command === undefined || command === "--help" || command === "-h" || command === "help") {
-    (command === undefined ? output.err : output.out)(USAGE);
-    return command === undefined ? 2 : 0;
-  }
-  if (command !== "import-langchain") {
-    output.err(`resumable-postgres: unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
-    return 2;
-  }
-  let args;
-  try {
-    args = parseArgs({
-      args: rest,
-      allowPositionals: true,
-      options: {
-        "source-schema": { type: "string" },
-        schema: { type: "string" },
-        thread: { type: "string", multiple: true },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-  } catch (error) {
-    output.err(`resumable-postgres: ${(error as Error).message}\n\n${USAGE}`);
-    return 2;
-  }
-  if (args.values.help) {
-    output.out(USAGE);
-    return 0;
-  }
+  const args = parseCommandLine(
+    argv,
+    {
+      program: "resumable-postgres",
+      usage: USAGE,
+      commands: ["import-langchain"],
+      options: { "source-schema": { type: "string" }, schema: { type: "string" }, thread: { type: "string", multiple: true } },
+    },
+    output,
+  );
+  if (typeof args === "number") return args;
   if (args.positionals.length > 2) {
     output.err(`resumable-postgres import-langchain: at most two URLs, the source and the target\n\n${USAGE}`);
     return 2;

@@ -5,9 +5,7 @@
  *
  * @module
  */
-import { parseArgs } from "node:util";
-
-import { ResumableError, THREAD_STATES, type ThreadState, type ThreadStatus } from "@resumable/core";
+import { parseCommandLine, processOutput, ResumableError, THREAD_STATES, type CliOutput, type ThreadState, type ThreadStatus } from "@resumable/core";
 
 import { openTarget, type OpenedTarget } from "./open-target.js";
 
@@ -31,16 +29,7 @@ Database:
   --store MODULE     a module whose default export returns a CheckpointStore or a Resumable saver
 `;
 
-/** Where the CLI writes; the bin passes the process's streams, tests their own. */
-export interface CliOutput {
-  out(line: string): void;
-  err(line: string): void;
-}
-
-const processOutput: CliOutput = {
-  out: (line) => process.stdout.write(`${line}\n`),
-  err: (line) => process.stderr.write(`${line}\n`),
-};
+export type { CliOutput };
 
 const GROUPS: Array<{ title: string; states: ThreadState[] }> = [
   { title: "Unfinished", states: ["pending", "failed"] },
@@ -51,20 +40,12 @@ const GROUPS: Array<{ title: string; states: ThreadState[] }> = [
 
 /** Runs the CLI; resolves to the exit code (0 done, 1 failed, 2 usage). */
 export async function main(argv: string[], output: CliOutput = processOutput): Promise<number> {
-  const [command, ...rest] = argv;
-  if (command === undefined || command === "--help" || command === "-h" || command === "help") {
-    (command === undefined ? output.err : output.out)(USAGE);
-    return command === undefined ? 2 : 0;
-  }
-  if (!["list", "show", "requeue"].includes(command)) {
-    output.err(`resumable-recovery: unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
-    return 2;
-  }
-  let args;
-  try {
-    args = parseArgs({
-      args: rest,
-      allowPositionals: true,
+  const args = parseCommandLine(
+    argv,
+    {
+      program: "resumable-recovery",
+      usage: USAGE,
+      commands: ["list", "show", "requeue"],
       options: {
         db: { type: "string" },
         schema: { type: "string" },
@@ -73,18 +54,12 @@ export async function main(argv: string[], output: CliOutput = processOutput): P
         "older-than": { type: "string" },
         limit: { type: "string" },
         json: { type: "boolean" },
-        help: { type: "boolean", short: "h" },
       },
-    });
-  } catch (error) {
-    output.err(`resumable-recovery: ${(error as Error).message}\n\n${USAGE}`);
-    return 2;
-  }
-  const { values, positionals } = args;
-  if (values.help) {
-    output.out(USAGE);
-    return 0;
-  }
+    },
+    output,
+  );
+  if (typeof args === "number") return args;
+  const { command, values, positionals } = args;
   let states: ThreadState[] | undefined;
   let olderThanMs: number | undefined;
   let limit = 50;

@@ -10,10 +10,9 @@
  */
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { parseArgs } from "node:util";
 
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
-import { formatImportProgress, formatImportResult, importCheckpoints, ResumableError } from "@resumable/core";
+import { formatImportProgress, formatImportResult, importCheckpoints, parseCommandLine, processOutput, ResumableError, type CliOutput } from "@resumable/core";
 
 import { loadDriver } from "./database.js";
 import { SqliteSaver } from "./sqlite-saver.js";
@@ -29,39 +28,12 @@ Commands:
       --thread ID   import only this thread (repeat for several)
 `;
 
-/** Where the CLI writes; the bin passes the process's streams, tests their own. */
-export interface CliOutput {
-  out(line: string): void;
-  err(line: string): void;
-}
-
-const processOutput: CliOutput = {
-  out: (line) => process.stdout.write(`${line}\n`),
-  err: (line) => process.stderr.write(`${line}\n`),
-};
+export type { CliOutput };
 
 /** Runs the CLI; resolves to the exit code (0 done, 1 failed, 2 usage). */
 export async function main(argv: string[], output: CliOutput = processOutput): Promise<number> {
-  const [command, ...rest] = argv;
-  if (command === undefined || command === "--help" || command === "-h" || command === "help") {
-    (command === undefined ? output.err : output.out)(USAGE);
-    return command === undefined ? 2 : 0;
-  }
-  if (command !== "import-langchain") {
-    output.err(`resumable-sqlite: unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
-    return 2;
-  }
-  let args;
-  try {
-    args = parseArgs({ args: rest, allowPositionals: true, options: { thread: { type: "string", multiple: true }, help: { type: "boolean", short: "h" } } });
-  } catch (error) {
-    output.err(`resumable-sqlite: ${(error as Error).message}\n\n${USAGE}`);
-    return 2;
-  }
-  if (args.values.help) {
-    output.out(USAGE);
-    return 0;
-  }
+  const args = parseCommandLine(argv, { program: "resumable-sqlite", usage: USAGE, commands: ["import-langchain"], options: { thread: { type: "string", multiple: true } } }, output);
+  if (typeof args === "number") return args;
   if (args.positionals.length !== 2) {
     output.err(`resumable-sqlite import-langchain: give the LangChain database and the target database\n\n${USAGE}`);
     return 2;
