@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { mkdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import pg from "pg";
@@ -44,7 +44,39 @@ export interface BackendInstance {
   floor?: Floor;
   /** Counts round trips to the database; absent where there is no database to count. */
   roundTrips?: RoundTripCounter;
+  /** SQLite: counts the pages commits write to the WAL between `start()` and `stop()`. */
+  walPages?: WalPageCounter;
   close(): Promise<void>;
+}
+
+/** Pages written to a SQLite database's WAL (frames) while it runs; see {@link sqliteWalPages}. */
+export interface WalPageCounter {
+  start(): void;
+  /** Pages written since `start()`. */
+  stop(): number;
+}
+
+/**
+ * Counts WAL frames on the saver's own connection: checkpoints the WAL to empty and turns automatic
+ * checkpoints off, so the file only grows, by a frame header and a page per page a commit writes;
+ * `stop()` turns automatic checkpoints back on. Used only in an unrecorded pass.
+ */
+function sqliteWalPages(db: Database.Database, file: string): WalPageCounter {
+  const pageSize = db.pragma("page_size", { simple: true }) as number;
+  const walSize = () => (existsSync(`${file}-wal`) ? statSync(`${file}-wal`).size : 0);
+  let from = 0;
+  return {
+    start() {
+      db.pragma("wal_checkpoint(TRUNCATE)");
+      db.pragma("wal_autocheckpoint = 0");
+      from = walSize();
+    },
+    stop() {
+      const pages = Math.max(0, walSize() - Math.max(from, 32)) / (pageSize + 24);
+      db.pragma("wal_autocheckpoint = 1000");
+      return pages;
+    },
+  };
 }
 
 /** Everything a backend may need from the run: a scratch directory and the servers found. */
@@ -99,6 +131,7 @@ function resumableInstance(
     measureBytes: extra.measureBytes,
     ...(extra.floor ? { floor: extra.floor } : {}),
     ...(roundTrips ? { roundTrips } : {}),
+    ...(extra.walPages ? { walPages: extra.walPages } : {}),
     close: async () => {
       await saver.close?.();
       await extra.close?.();
@@ -197,6 +230,7 @@ function langchainSqliteSpec(synchronous?: "FULL"): BackendSpec {
         measureBytes: async () => measureSqliteFile(file),
         floor,
         roundTrips: counter,
+        walPages: sqliteWalPages(db, file),
         close: async () => {
           db.close();
           floor.close();
@@ -234,6 +268,7 @@ function resumableSqliteSpec(synchronous?: "NORMAL"): BackendSpec {
       return resumableInstance(saver, {
         measureBytes: async () => measureSqliteFile(file),
         floor,
+        walPages: sqliteWalPages(db, file),
         close: async () => {
           if (db.open) db.close();
           floor.close();

@@ -241,6 +241,17 @@ export function renderReport(results: BenchResults, charts: { growth?: string; l
     const cell = (backend: string, op: string) => spread(results.ops.find((o) => o.backend === backend && o.op === op)?.perSecond ?? null, (n) => n.toFixed(0));
     out.push(table(["Saver", "put / s", "putWrites / s", "getTuple / s"], backends.map((b) => [label(b), cell(b, "put"), cell(b, "putWrites"), cell(b, "getTuple")])));
     out.push("");
+    const walBackends = backends.filter((b) => results.ops.some((o) => o.backend === b && o.walPagesPerCall !== undefined));
+    if (walBackends.length > 0) {
+      const pages = (backend: string, op: string) => results.ops.find((o) => o.backend === backend && o.op === op)?.walPagesPerCall?.toFixed(2) ?? "—";
+      out.push(
+        `Pages each call's commit writes to SQLite's WAL (frames; ${results.config.ops.count} calls on a new thread after the timed repetitions, ` +
+          "counted from the WAL's growth with automatic checkpoints off): what a commit costs in I/O, whatever the machine's speed.",
+      );
+      out.push("");
+      out.push(table(["Saver", "put: WAL pages", "putWrites: WAL pages"], walBackends.map((b) => [label(b), pages(b, "put"), pages(b, "putWrites")])));
+      out.push("");
+    }
   }
 
   out.push("## Machine");

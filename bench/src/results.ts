@@ -83,6 +83,8 @@ export interface OpsPoint {
   op: "put" | "putWrites" | "getTuple";
   perSecond: Summary;
   valueBytes: number;
+  /** SQLite: pages the call's commit wrote to the WAL, on average, in an unrecorded pass after the timed ones. */
+  walPagesPerCall?: number;
 }
 
 /**

@@ -366,6 +366,7 @@ export async function runOps(spec: BackendSpec, ctx: BenchContext, config: Bench
   const instance = await spec.open(ctx, `ops_${spec.id}`);
   const { count, reps, valueBytes } = config.ops;
   const rates: Record<OpsPoint["op"], number[]> = { put: [], putWrites: [], getTuple: [] };
+  const pages: Partial<Record<OpsPoint["op"], number>> = {};
   try {
     const saver = instance.saver;
     const value = randomText(createRng(config.seed ^ 0x0b5), valueBytes);
@@ -393,8 +394,26 @@ export async function runOps(spec: BackendSpec, ctx: BenchContext, config: Bench
       for (let i = 0; i < count; i += 1) await saver.putWrites(parent, [["payload", value]], `task-${i}`);
       record("putWrites", start);
     }
+    if (instance.walPages) {
+      // Not timed: what each call's commit writes, counted from the WAL's growth.
+      progress("WAL pages per call");
+      const walPages = instance.walPages;
+      let parent = { configurable: { thread_id: "ops-wal", checkpoint_ns: "" } } as { configurable: Record<string, unknown> };
+      walPages.start();
+      for (let i = 0; i < count; i += 1) {
+        parent = (await saver.put(parent, checkpoints[i]!, { source: "loop", step: i, parents: {} }, { payload: i + 1 })) as typeof parent;
+      }
+      pages.put = walPages.stop() / count;
+      walPages.start();
+      for (let i = 0; i < count; i += 1) await saver.putWrites(parent, [["payload", value]], `task-${i}`);
+      pages.putWrites = walPages.stop() / count;
+    }
   } finally {
     await instance.close();
   }
-  return (Object.keys(rates) as Array<OpsPoint["op"]>).map((op) => ({ backend: spec.id, op, perSecond: summarize(rates[op]), valueBytes }));
+  return (Object.keys(rates) as Array<OpsPoint["op"]>).map((op) => {
+    const point: OpsPoint = { backend: spec.id, op, perSecond: summarize(rates[op]), valueBytes };
+    if (pages[op] !== undefined) point.walPagesPerCall = pages[op];
+    return point;
+  });
 }

@@ -53,6 +53,7 @@ describe("pnpm bench at tiny sizes", () => {
     for (const heading of ["## Targets", "## Growth", "## Reads", "## Step latency", "## Operations per second", "## Machine", "## How it was measured"]) {
       expect(markdown).toContain(heading);
     }
+    expect(markdown).toContain("| Saver | put: WAL pages | putWrites: WAL pages |");
     expect(files.charts.map((c) => c.slice(outDir.length + 1)).sort()).toEqual(["smoke-growth.svg", "smoke-latency.svg", "smoke-reads.svg"]);
     for (const chart of files.charts) {
       expect(existsSync(chart)).toBe(true);
@@ -150,6 +151,13 @@ describe("pnpm bench at tiny sizes", () => {
         expect(results.ops.find((o) => o.backend === id && o.op === op)?.perSecond.median, `${id} ${op}`).toBeGreaterThan(0);
       }
     }
+    // SQLite savers report the pages each commit writes to the WAL: at least one (the table's leaf).
+    for (const id of ["resumable-sqlite", "langchain-sqlite", "resumable-sqlite-normal", "langchain-sqlite-full"]) {
+      for (const op of ["put", "putWrites"]) {
+        expect(results.ops.find((o) => o.backend === id && o.op === op)?.walPagesPerCall, `${id} ${op}`).toBeGreaterThanOrEqual(1);
+      }
+    }
+    expect(results.ops.some((o) => o.backend.endsWith("memory") && o.walPagesPerCall !== undefined)).toBe(false);
     // Durability variants take part in latency and operations only (storage does not depend on the setting).
     for (const id of ["resumable-sqlite-normal", "langchain-sqlite-full"]) {
       expect(results.ops.filter((o) => o.backend === id).length, id).toBe(3);
