@@ -371,18 +371,28 @@ export async function runOps(spec: BackendSpec, ctx: BenchContext, config: Bench
     const saver = instance.saver;
     const value = randomText(createRng(config.seed ^ 0x0b5), valueBytes);
     const checkpoints = Array.from({ length: count }, (_, i) => checkpointAt(i, value));
+    type Parent = { configurable: Record<string, unknown> };
+    // The calls each pass makes, timed or counted: `count` puts on a new thread (the config of the
+    // last comes back), `count` putWrites on one checkpoint.
+    const puts = async (threadId: string): Promise<Parent> => {
+      let parent: Parent = { configurable: { thread_id: threadId, checkpoint_ns: "" } };
+      for (let i = 0; i < count; i += 1) {
+        parent = (await saver.put(parent, checkpoints[i]!, { source: "loop", step: i, parents: {} }, { payload: i + 1 })) as Parent;
+      }
+      return parent;
+    };
+    const putWrites = async (parent: Parent): Promise<void> => {
+      for (let i = 0; i < count; i += 1) await saver.putWrites(parent, [["payload", value]], `task-${i}`);
+    };
     for (let r = 0; r < OPS_WARM_UPS + reps; r += 1) {
       const record = (op: OpsPoint["op"], start: number) => {
         if (r >= OPS_WARM_UPS) rates[op].push((count * 1000) / (nowMs() - start));
       };
       const run = r < OPS_WARM_UPS ? `warm-up ${r + 1}/${OPS_WARM_UPS}` : `run ${r + 1 - OPS_WARM_UPS}/${reps}`;
       const threadId = `ops-${r}`;
-      let parent = { configurable: { thread_id: threadId, checkpoint_ns: "" } } as { configurable: Record<string, unknown> };
       progress(`put, ${run}`);
       let start = nowMs();
-      for (let i = 0; i < count; i += 1) {
-        parent = (await saver.put(parent, checkpoints[i]!, { source: "loop", step: i, parents: {} }, { payload: i + 1 })) as typeof parent;
-      }
+      const parent = await puts(threadId);
       record("put", start);
       progress(`getTuple, ${run}`);
       const latest = { configurable: { thread_id: threadId, checkpoint_ns: "" } };
@@ -391,21 +401,18 @@ export async function runOps(spec: BackendSpec, ctx: BenchContext, config: Bench
       record("getTuple", start);
       progress(`putWrites, ${run}`);
       start = nowMs();
-      for (let i = 0; i < count; i += 1) await saver.putWrites(parent, [["payload", value]], `task-${i}`);
+      await putWrites(parent);
       record("putWrites", start);
     }
     if (instance.walPages) {
       // Not timed: what each call's commit writes, counted from the WAL's growth.
       progress("WAL pages per call");
       const walPages = instance.walPages;
-      let parent = { configurable: { thread_id: "ops-wal", checkpoint_ns: "" } } as { configurable: Record<string, unknown> };
       walPages.start();
-      for (let i = 0; i < count; i += 1) {
-        parent = (await saver.put(parent, checkpoints[i]!, { source: "loop", step: i, parents: {} }, { payload: i + 1 })) as typeof parent;
-      }
+      const parent = await puts("ops-wal");
       pages.put = walPages.stop() / count;
       walPages.start();
-      for (let i = 0; i < count; i += 1) await saver.putWrites(parent, [["payload", value]], `task-${i}`);
+      await putWrites(parent);
       pages.putWrites = walPages.stop() / count;
     }
   } finally {

@@ -9,7 +9,6 @@
  *
  * @module
  */
-
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { formatImportProgress, formatImportResult, importCheckpoints, parseCommandLine, processOutput, type CliOutput } from "@resumable/core";
 

@@ -115,7 +115,6 @@ const MAX_BUSY_PAUSE_MS = 50;
 /** Guards the recursive history query against a corrupt parent chain that loops. */
 const MAX_HISTORY_DEPTH = 1_000_000;
 
-
 /**
  * A condition true unless the thread (the SQL expression `thread`) expired: with `ttlSeconds`, added
  * to every read, so an expired thread is gone as a whole before any sweep ran. `@now` is bound to the
