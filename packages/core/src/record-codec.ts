@@ -9,7 +9,7 @@ import { DeltaSnapshot, isDeltaSnapshot, type SerializerProtocol } from "@langch
 
 import { CorruptRecordError, ValueTooLargeError } from "./errors.js";
 import { dumpsJsonPlusParts, joinPieces } from "./json-plus.js";
-import { deserializeValue, isDefaultSerde, joinChunks, serializeValue, splitIfLarge } from "./serialization.js";
+import { deserializeValue, isDefaultSerde, joinChunks, serializeDefault, serializeValue, splitIfLarge } from "./serialization.js";
 import type { BlobRecord, CheckpointStore, ChunkRecord, SerializedValue, ThreadScope } from "./store.js";
 
 /** How values are written: limits and whether large parts become shared pieces. */
@@ -30,16 +30,32 @@ export class RecordWriter {
   readonly chunks: ChunkRecord[] = [];
   private readonly pieceHashes = new Set<string>();
 
-  constructor(private readonly settings: WriteSettings) {}
+  /** Whether the serializer is LangGraph's default, which core writes itself: {@link valueNow} serves. */
+  readonly synchronous: boolean;
+
+  constructor(private readonly settings: WriteSettings) {
+    this.synchronous = isDefaultSerde(settings.serde);
+  }
 
   /**
    * One value, ready for a record. `pieces`: whether its large elements and strings may be stored
    * apart (channel values and writes; not the checkpoint or its metadata).
    */
   async value(value: unknown, target: string, pieces: boolean): Promise<SerializedValue> {
-    const { serde, maxValueBytes, maxItemBytes, pieceMinBytes } = this.settings;
+    if (this.synchronous) return this.valueNow(value, target, pieces);
+    const { serde, maxValueBytes, maxItemBytes } = this.settings;
+    return splitIfLarge(await serializeValue(serde, value, target, maxValueBytes), maxItemBytes, this.chunks);
+  }
+
+  /**
+   * {@link value} without a promise, when {@link synchronous} (the saver's hot path awaits nothing
+   * it does not have to: each await costs a turn of the microtask queue).
+   */
+  valueNow(value: unknown, target: string, pieces: boolean): SerializedValue {
+    const { maxValueBytes, maxItemBytes, pieceMinBytes } = this.settings;
+    if (!this.synchronous) throw new Error("RecordWriter.valueNow(): the serializer is not the default one; use value()");
     let serialized: SerializedValue;
-    if (pieces && pieceMinBytes !== undefined && isDefaultSerde(serde) && !(value instanceof Uint8Array)) {
+    if (pieces && pieceMinBytes !== undefined && !(value instanceof Uint8Array)) {
       const parts = dumpsJsonPlusParts(value, target, { minBytes: pieceMinBytes, maxBytes: maxItemBytes });
       let size = parts.data.byteLength;
       for (const hash of parts.refs) size += parts.pieces.get(hash)!.byteLength;
@@ -61,7 +77,7 @@ export class RecordWriter {
         }
       }
     } else {
-      serialized = await serializeValue(serde, value, target, maxValueBytes);
+      serialized = serializeDefault(value, target, maxValueBytes);
     }
     return splitIfLarge(serialized, maxItemBytes, this.chunks);
   }

@@ -343,7 +343,11 @@ export class ResumableSaver extends BaseCheckpointSaver {
       defineKey(channelVersions, channel, String(versions[channel]));
     }
     const writer = new RecordWriter(this.writeSettings);
-    const parent = await this.parentLineage(threadId, checkpointNs, parentCheckpointId);
+    // The parent is almost always the checkpoint this saver wrote or read last: no await then.
+    const parent =
+      parentCheckpointId === undefined || this.maxChain === 0
+        ? undefined
+        : (this.cachedLineage(threadId, checkpointNs, parentCheckpointId) ?? (await this.storedLineage(threadId, checkpointNs, parentCheckpointId)));
     const lists = new Map<string, ListState>(parent?.lists ?? []);
     const deltaRoots: Record<string, string> = {};
     // A channel carried over (not in newVersions) keeps its blob, and so its delta root.
@@ -378,21 +382,24 @@ export class ResumableSaver extends BaseCheckpointSaver {
       const list = this.maxChain > 0 ? listOf(value) : undefined;
       const base = list ? parent?.lists.get(channel) : undefined;
       if (list && base && base.depth < this.maxChain && extendsList(list, base.elements)) {
-        const delta = await writer.value(deltaOf(value, list, base.elements.length), target, true);
+        const deltaValue = deltaOf(value, list, base.elements.length);
+        const delta = writer.synchronous ? writer.valueNow(deltaValue, target, true) : await writer.value(deltaValue, target, true);
         blobs.push({ channel, version, value: delta, baseVersion: base.version });
         deltaRoots[channel] = base.root;
         const bytes = base.bytes + sizeOf(delta);
         lists.set(channel, { version, elements: list.slice(), root: base.root, depth: base.depth + 1, bytes });
       } else {
-        const whole = await writer.value(value, target, true);
+        const whole = writer.synchronous ? writer.valueNow(value, target, true) : await writer.value(value, target, true);
         blobs.push({ channel, version, value: whole });
         if (list) lists.set(channel, { version, elements: list.slice(), root: version, depth: 0, bytes: sizeOf(whole) });
         else lists.delete(channel);
       }
     }
     for (const state of lists.values()) cachedBytes += state.bytes;
-    const checkpointValue = await writer.value(storedCheckpoint(form, written, nulls), "the checkpoint", false);
-    const fields = await this.metadataFields(writer, withRunId(metadata, config));
+    const stored = storedCheckpoint(form, written, nulls);
+    const checkpointValue = writer.synchronous ? writer.valueNow(stored, "the checkpoint", false) : await writer.value(stored, "the checkpoint", false);
+    const fullMetadata = withRunId(metadata, config);
+    const fields = this.plainMetadataFields(fullMetadata) ?? (await this.serializedMetadataFields(writer, fullMetadata));
     const record: CheckpointRecord = {
       threadId,
       checkpointNs,
@@ -412,7 +419,7 @@ export class ResumableSaver extends BaseCheckpointSaver {
     const baseState = this.tracksStatus && checkpointNs === "" ? checkpointState(checkpoint) : undefined;
     // A checkpoint must never become durable before the writes this process issued for the steps
     // before it, or a crash between the two re-runs a node that had finished (LangGraph Python #8039).
-    await this.writesSettled(threadId);
+    if (this.inflightWrites.get(threadId)?.size) await this.writesSettled(threadId);
     // From here to the store call nothing awaits: a status-changing write either finds this put in
     // flight (and lands after it) or has left its note for it.
     const status = baseState === undefined ? undefined : this.statusOfPut(threadId, checkpoint.id, baseState);
@@ -420,9 +427,9 @@ export class ResumableSaver extends BaseCheckpointSaver {
     const request: PutCheckpointRequest = { record, blobs, chunks: writer.chunks };
     if (fence) request.fence = fence;
     if (status) request.status = status;
-    const stored = this.store.putCheckpoint(request);
-    if (status) this.trackPut(threadId, checkpoint.id, stored);
-    await this.fenced(stored);
+    const written$ = this.store.putCheckpoint(request);
+    if (status) this.trackPut(threadId, checkpoint.id, written$);
+    await this.fenced(written$);
     if (this.maxChain > 0) {
       this.lineages.set(threadId, checkpointNs, { checkpointId: checkpoint.id, channelVersions, deltaRoots, lists, bytes: cachedBytes });
     }
@@ -431,29 +438,39 @@ export class ResumableSaver extends BaseCheckpointSaver {
 
   /**
    * What the parent checkpoint holds that a child builds on: its list values (bases for deltas) and
-   * its delta roots (carried over with unchanged channels). From the cache when this saver wrote or
-   * read the parent last; otherwise read from the store, once (a put that does not follow the
-   * checkpoint its process last saw is rare: the runtime reads before it writes).
+   * its delta roots (carried over with unchanged channels), from the cache when this saver wrote or
+   * read the parent last; `undefined` otherwise (see {@link storedLineage}).
    */
-  private async parentLineage(threadId: string, checkpointNs: string, parentId: string | undefined): Promise<LineageState | undefined> {
-    if (parentId === undefined || this.maxChain === 0) return undefined;
+  private cachedLineage(threadId: string, checkpointNs: string, parentId: string): LineageState | undefined {
     const cached = this.lineages.get(threadId, checkpointNs);
-    if (cached?.checkpointId === parentId) return cached;
+    return cached?.checkpointId === parentId ? cached : undefined;
+  }
+
+  /**
+   * The parent's delta roots read from the store, once, when the cache does not have them (a put that
+   * does not follow the checkpoint its process last saw is rare: the runtime reads before it writes).
+   */
+  private async storedLineage(threadId: string, checkpointNs: string, parentId: string): Promise<LineageState | undefined> {
     const stored = await this.store.getCheckpoint({ threadId, checkpointNs, checkpointId: parentId });
     if (!stored?.record.deltaRoots) return undefined;
     return { checkpointId: parentId, channelVersions: stored.record.channelVersions, deltaRoots: stored.record.deltaRoots, lists: new Map(), bytes: 0 };
   }
 
   /**
-   * The metadata and its canonical JSON. Metadata that is plain JSON data (the runtime's always is) is
-   * stored once, as its `metadataJson` (the runtime's own keys written short, see metadata-form.ts);
-   * anything else is serialized as well, so it round-trips.
+   * The metadata and its canonical JSON, when the metadata is plain JSON data (the runtime's always
+   * is): stored once, as its `metadataJson` (the runtime's own keys written short, see
+   * metadata-form.ts). `undefined` for anything else (see {@link serializedMetadataFields}).
    */
-  private async metadataFields(writer: RecordWriter, metadata: CheckpointMetadata): Promise<Pick<CheckpointRecord, "metadata" | "metadataJson">> {
+  private plainMetadataFields(metadata: CheckpointMetadata): Pick<CheckpointRecord, "metadata" | "metadataJson"> | undefined {
     const plain = isDefaultSerde(this.serde) ? canonicalPlainJson(metadata) : undefined;
     if (plain !== undefined && plain !== null && typeof plain === "object" && !Array.isArray(plain)) {
       return plainMetadataFields(plain as Record<string, unknown>);
     }
+    return undefined;
+  }
+
+  /** Metadata that is not plain JSON data: serialized as well, so it round-trips. */
+  private async serializedMetadataFields(writer: RecordWriter, metadata: CheckpointMetadata): Promise<Pick<CheckpointRecord, "metadata" | "metadataJson">> {
     const value = await writer.value(metadata, "the checkpoint metadata", false);
     // The metadata was serialized above, so it holds no cycle or bigint: canonical JSON needs no guard.
     return { metadata: value, metadataJson: canonicalJson(metadata) as Record<string, unknown> };
@@ -913,11 +930,12 @@ export class ResumableSaver extends BaseCheckpointSaver {
       }
       const [channel, value] = write;
       checkIdentifier(channel, ID_RULES.channel, "putWrites()");
+      const target = `write to channel "${channel}" (task ${taskId})`;
       records.push({
         taskId,
         idx: WRITES_IDX_MAP[channel] ?? i,
         channel,
-        value: await writer.value(value, `write to channel "${channel}" (task ${taskId})`, true),
+        value: writer.synchronous ? writer.valueNow(value, target, true) : await writer.value(value, target, true),
         taskPath,
       });
     }

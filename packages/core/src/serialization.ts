@@ -112,12 +112,10 @@ export async function serializeValue(
   target: string,
   maxBytes: number,
 ): Promise<SerializedValue> {
+  if (isDefaultSerde(serde)) return serializeDefault(value, target, maxBytes);
   let type: string;
   let data: Uint8Array;
-  if (isDefaultSerde(serde)) {
-    if (value instanceof Uint8Array) [type, data] = ["bytes", value];
-    else [type, data] = ["json", dumpsJsonPlus(value, target)];
-  } else {
+  {
     const bad = findUnserializable(value);
     if (bad) throw new SerializationError(target, bad.reason, bad.path);
     try {
@@ -129,6 +127,21 @@ export async function serializeValue(
       throw new SerializationError(target, "the serializer failed inside JSON.stringify and returned its placeholder text instead of the value");
     }
   }
+  checkSize(data, target, maxBytes);
+  return { type, data };
+}
+
+/**
+ * {@link serializeValue} with LangGraph's default serializer, which core writes itself: synchronous,
+ * so a put with the default serializer awaits nothing to serialize its values.
+ */
+export function serializeDefault(value: unknown, target: string, maxBytes: number): SerializedValue {
+  const serialized: SerializedValue = value instanceof Uint8Array ? { type: "bytes", data: value } : { type: "json", data: dumpsJsonPlus(value, target) };
+  checkSize(serialized.data, target, maxBytes);
+  return serialized;
+}
+
+function checkSize(data: Uint8Array, target: string, maxBytes: number): void {
   if (data.byteLength > maxBytes) {
     throw new ValueTooLargeError(
       target,
@@ -137,7 +150,6 @@ export async function serializeValue(
       "Raise the saver's `maxValueBytes`, or keep large payloads out of graph state (store them elsewhere and keep a reference).",
     );
   }
-  return { type, data };
 }
 
 /** Deserializes a stored value (already reassembled) with the saver's serializer. */
