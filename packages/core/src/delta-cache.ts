@@ -44,6 +44,8 @@ export interface DeltaCacheOptions {
 /** A least-recently-used map from `(thread, namespace)` to its {@link LineageState}. */
 export class DeltaCache {
   private readonly entries = new Map<string, LineageState>();
+  /** The most recently used key: already last in {@link entries}, so using it again moves nothing. */
+  private newest: string | undefined;
   private total = 0;
   private readonly maxThreads: number;
   private readonly maxBytes: number;
@@ -57,9 +59,10 @@ export class DeltaCache {
   get(threadId: string, checkpointNs: string): LineageState | undefined {
     const key = cacheKey(threadId, checkpointNs);
     const entry = this.entries.get(key);
-    if (entry) {
+    if (entry && key !== this.newest) {
       this.entries.delete(key);
       this.entries.set(key, entry);
+      this.newest = key;
     }
     return entry;
   }
@@ -69,10 +72,16 @@ export class DeltaCache {
     const previous = this.entries.get(key);
     if (previous) {
       this.total -= previous.bytes;
-      this.entries.delete(key);
+      // Map.set keeps an existing key where it is: the newest is already last.
+      if (key !== this.newest) this.entries.delete(key);
     }
-    if (state.bytes > this.maxBytes || this.maxThreads <= 0) return;
+    if (state.bytes > this.maxBytes || this.maxThreads <= 0) {
+      if (previous) this.entries.delete(key);
+      if (key === this.newest) this.newest = undefined;
+      return;
+    }
     this.entries.set(key, state);
+    this.newest = key;
     this.total += state.bytes;
     for (const [oldest, entry] of this.entries) {
       if (this.entries.size <= this.maxThreads && this.total <= this.maxBytes) break;
@@ -88,6 +97,7 @@ export class DeltaCache {
       if (key.startsWith(prefix)) {
         this.entries.delete(key);
         this.total -= entry.bytes;
+        if (key === this.newest) this.newest = undefined;
       }
     }
   }
