@@ -11,6 +11,11 @@ export interface SqliteStatement {
   run(...params: unknown[]): { changes: number };
   get(...params: unknown[]): unknown;
   all(...params: unknown[]): unknown[];
+  /**
+   * better-sqlite3's raw mode: rows as arrays of column values, in column order. Optional: without
+   * it, the store reads objects and takes their values in order.
+   */
+  raw?(toggle?: boolean): SqliteStatement;
 }
 
 /** An open connection (better-sqlite3 `Database`). */

@@ -4,7 +4,7 @@ import Database from "better-sqlite3";
 import { ID_LIMITS, InvalidConfigError, StoreClosedError, StoreNotSetUpError, type CheckpointRecord } from "@resumable/core";
 import { afterAll, describe, expect, it } from "vitest";
 
-import { SCHEMA_VERSION, SqliteStore } from "../src/index.js";
+import { SCHEMA_VERSION, SqliteStore, type SqliteDatabase } from "../src/index.js";
 import { blob, cid, collect, commands, decode, empty, freshStore, json, record, removeTempDirs, tempDir, text, write } from "./helpers.js";
 
 afterAll(removeTempDirs);
@@ -101,6 +101,48 @@ describe("open and close", () => {
     await store.close();
     expect(db.open).toBe(true);
     expect(db.prepare("SELECT count(*) AS n FROM resumable_checkpoints").get()).toEqual({ n: 1 });
+    db.close();
+  });
+});
+
+describe("a connection without raw mode", () => {
+  it("reads a checkpoint with its blobs and writes the same as better-sqlite3's own statements do", async () => {
+    const path = join(tempDir(), "plain.db");
+    const native = new SqliteStore(path);
+    await native.setup();
+    const threadId = "plain";
+    await native.putCheckpoint({ record: record(threadId, cid(1), { channelVersions: { a: "1", b: "1" } }), blobs: [blob("a", "1"), { ...blob("b", "1"), baseVersion: "0" }], chunks: [] });
+    await native.putWrites({ threadId, checkpointNs: "", checkpointId: cid(1), writes: [write("task", 0, "a", "w"), write("task", 1, "b", "x")], chunks: [], mode: "ignore" });
+    const db = new Database(path);
+    // What a wrapper around a connection may offer: the statement methods the interface requires, no `raw`.
+    const plain: SqliteDatabase = {
+      prepare(sql: string) {
+        const statement = db.prepare(sql);
+        return { run: (...params: unknown[]) => statement.run(...params), get: (...params: unknown[]) => statement.get(...params), all: (...params: unknown[]) => statement.all(...params) };
+      },
+      pragma: (source, options) => db.pragma(source, options),
+      close: () => db.close(),
+      get open() {
+        return db.open;
+      },
+      get inTransaction() {
+        return db.inTransaction;
+      },
+      get memory() {
+        return db.memory;
+      },
+      get name() {
+        return db.name;
+      },
+    };
+    const wrapped = new SqliteStore(plain);
+    await wrapped.setup();
+    const expected = await native.getCheckpoint({ threadId, checkpointNs: "" });
+    expect(expected?.writes).toHaveLength(2);
+    expect(expected?.blobs.find((b) => b.channel === "b")?.baseVersion).toBe("0");
+    expect(await wrapped.getCheckpoint({ threadId, checkpointNs: "" })).toEqual(expected);
+    await wrapped.close();
+    await native.close();
     db.close();
   });
 });
