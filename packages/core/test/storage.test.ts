@@ -354,6 +354,35 @@ describe("channel versions", () => {
 });
 
 describe("MemoryStore", () => {
+  it("keeps a copy of metadata JSON as a JSON round trip would, and later changes to the caller's object do not reach it", async () => {
+    const store = new MemoryStore();
+    const metadataJson = JSON.parse('{"__proto__":{"x":1},"list":[1,"two",null,{"deep":[true]}],"n":-1.5}') as Record<string, unknown>;
+    const odd = { when: new Date(0), gone: undefined, zero: -0, list: [1, undefined] } as Record<string, unknown>;
+    const record = (id: string, json: Record<string, unknown>) => ({
+      threadId: "t",
+      checkpointNs: "",
+      checkpointId: id,
+      checkpoint: { type: "json", data: new TextEncoder().encode("{}") },
+      metadata: { type: "json", data: new TextEncoder().encode("{}") },
+      metadataJson: json,
+      channelVersions: {},
+    });
+    await store.putCheckpoint({ record: record("1", metadataJson), blobs: [], chunks: [] });
+    await store.putCheckpoint({ record: record("2", odd), blobs: [], chunks: [] });
+    ((metadataJson.list as unknown[])[3] as { deep: boolean[] }).deep.push(false);
+    (odd.list as unknown[]).push(3);
+    const first = await store.getCheckpoint({ threadId: "t", checkpointNs: "", checkpointId: "1" });
+    expect(first!.record.metadataJson).toEqual(JSON.parse('{"__proto__":{"x":1},"list":[1,"two",null,{"deep":[true]}],"n":-1.5}'));
+    expect(Object.prototype.hasOwnProperty.call(first!.record.metadataJson, "__proto__")).toBe(true);
+    const second = await store.getCheckpoint({ threadId: "t", checkpointNs: "", checkpointId: "2" });
+    expect(second!.record.metadataJson).toEqual({ when: "1970-01-01T00:00:00.000Z", zero: 0, list: [1, null] });
+    expect(Object.is(second!.record.metadataJson.zero, 0)).toBe(true);
+    await store.putCheckpoint({ record: record("3", { zero: -0, nested: [-0] }), blobs: [], chunks: [] });
+    const third = await store.getCheckpoint({ threadId: "t", checkpointNs: "", checkpointId: "3" });
+    expect(Object.is(third!.record.metadataJson.zero, 0)).toBe(true);
+    expect(Object.is((third!.record.metadataJson.nested as number[])[0], 0)).toBe(true);
+  });
+
   it("keeps its own copy of the bytes it is given, a Buffer included", async () => {
     const store = new MemoryStore();
     const saver = new ResumableSaver(store);
