@@ -234,7 +234,7 @@ export function renderReport(results: BenchResults, charts: { growth?: string; l
     out.push(
       `\`put\`: a new checkpoint with a new ${formatBytes(results.config.ops.valueBytes)} value of one channel; \`getTuple\`: the newest ` +
         `checkpoint of the thread; \`putWrites\`: one ${formatBytes(results.config.ops.valueBytes)} write of a new task. ` +
-        `${results.config.ops.count} calls per repetition, ${results.config.ops.reps} repetitions after 20 warm-up ones (a new thread each); the checkpoints are built before timing; median (p25–p75).`,
+        `${results.config.ops.count} calls per repetition, ${results.config.ops.reps} repetitions after 20 warm-up ones (a new thread each), the backends taking turns within each repetition; the checkpoints are built before timing; median (p25–p75).`,
     );
     out.push("");
     const backends = [...new Set(results.ops.map((o) => o.backend))];

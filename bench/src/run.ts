@@ -186,7 +186,6 @@ export async function runBenchmark(config: BenchConfig, options: { onProgress?: 
       { name: "growth + reads (DeltaChannel)", kind: "growth", run: (spec: BackendSpec, p: Progress) => runGrowth(spec, ctx, config, "delta", p) },
       { name: "growth + reads (DeltaChannel, no snapshot)", kind: "growth", run: (spec: BackendSpec, p: Progress) => runGrowth(spec, ctx, config, "delta-nosnap", p) },
       { name: "step latency", kind: "latency", run: (spec: BackendSpec, p: Progress) => runLatency(spec, ctx, config, p) },
-      { name: "operations", kind: "ops", run: (spec: BackendSpec, p: Progress) => runOps(spec, ctx, config, p) },
     ] as const;
     const results: Omit<BenchResults, "targets" | "finishedAt"> = {
       name: config.name,
@@ -204,7 +203,9 @@ export async function runBenchmark(config: BenchConfig, options: { onProgress?: 
     };
     const takesPart = (spec: BackendSpec, kind: "growth" | "latency" | "ops") =>
       (!config.phases || config.phases.includes(kind)) && (!spec.phases || spec.phases.includes(kind));
-    const steps = phases.reduce((n, phase) => n + runnable.filter((spec) => takesPart(spec, phase.kind)).length, 0);
+    const steps =
+      phases.reduce((n, phase) => n + runnable.filter((spec) => takesPart(spec, phase.kind)).length, 0) +
+      runnable.filter((spec) => takesPart(spec, "ops")).length;
     let step = 0;
     for (const phase of phases) {
       for (const spec of runnable) {
@@ -215,10 +216,7 @@ export async function runBenchmark(config: BenchConfig, options: { onProgress?: 
         try {
           const out = await phase.run(spec, progress);
           if (Array.isArray(out)) {
-            for (const point of out) {
-              if ("op" in point) results.ops.push(point);
-              else results.latency.push(point);
-            }
+            results.latency.push(...out);
           } else {
             results.growth.push(...out.growth);
             results.prune?.push(...out.prune);
@@ -232,6 +230,22 @@ export async function runBenchmark(config: BenchConfig, options: { onProgress?: 
           entry.status = "failed";
           entry.reason = (error as Error).message.split("\n")[0];
         }
+      }
+    }
+    // The direct calls of every backend run together, taking turns (see runOps).
+    const opsSpecs = runnable.filter((spec) => takesPart(spec, "ops"));
+    if (opsSpecs.length > 0) {
+      const first = step + 1;
+      step += opsSpecs.length;
+      const outcome = await runOps(opsSpecs, ctx, config, (spec, detail) =>
+        options.onProgress?.({ phase: "operations", backend: spec.label, detail, step: first + opsSpecs.indexOf(spec), steps }),
+      );
+      results.ops.push(...outcome.points);
+      for (const { spec, error } of outcome.failures) {
+        errors.push(`operations on ${spec.label}: ${(error as Error).stack ?? String(error)}`);
+        const entry = backendResults.find((b) => b.id === spec.id)!;
+        entry.status = "failed";
+        entry.reason = (error as Error).message.split("\n")[0];
       }
     }
     if (ctx.postgres) {

@@ -356,71 +356,114 @@ function checkpointAt(index: number, value: string): Checkpoint {
   return { ...emptyCheckpoint(), id, ts: new Date(0).toISOString(), channel_values: { payload: value }, channel_versions: { payload: index + 1 } };
 }
 
+/** What {@link runOps} measured, and the backends that failed on the way (each with its error). */
+export interface OpsOutcome {
+  points: OpsPoint[];
+  failures: Array<{ spec: BackendSpec; error: unknown }>;
+}
+
 /**
  * Direct saver calls: `count` puts (each a new checkpoint with a new value of one channel), `count`
  * getTuples of the newest checkpoint, `count` putWrites (one write each, distinct tasks) on it. The
  * checkpoints are built before the clock starts (building one costs about as much as MemorySaver's
  * `put`), and {@link OPS_WARM_UPS} repetitions warm the JIT and the database's caches, not recorded.
+ *
+ * Every backend of `specs` is open at once and the repetitions take them in turn (ours, then
+ * LangChain's, then the next repetition): this machine's speed drifts by a factor of two within
+ * minutes, and one backend's minute after another's made the same build's ratio to MemorySaver move
+ * from 0.5x to 0.9x between runs. Taken in turn, a drift falls on every backend alike.
  */
-export async function runOps(spec: BackendSpec, ctx: BenchContext, config: BenchConfig, progress: Progress): Promise<OpsPoint[]> {
-  const instance = await spec.open(ctx, `ops_${spec.id}`);
+export async function runOps(specs: BackendSpec[], ctx: BenchContext, config: BenchConfig, progress: (spec: BackendSpec, detail: string) => void): Promise<OpsOutcome> {
   const { count, reps, valueBytes } = config.ops;
-  const rates: Record<OpsPoint["op"], number[]> = { put: [], putWrites: [], getTuple: [] };
-  const pages: Partial<Record<OpsPoint["op"], number>> = {};
-  try {
-    const saver = instance.saver;
-    const value = randomText(createRng(config.seed ^ 0x0b5), valueBytes);
-    const checkpoints = Array.from({ length: count }, (_, i) => checkpointAt(i, value));
-    type Parent = { configurable: Record<string, unknown> };
-    // The calls each pass makes, timed or counted: `count` puts on a new thread (the config of the
-    // last comes back), `count` putWrites on one checkpoint.
-    const puts = async (threadId: string): Promise<Parent> => {
-      let parent: Parent = { configurable: { thread_id: threadId, checkpoint_ns: "" } };
-      for (let i = 0; i < count; i += 1) {
-        parent = (await saver.put(parent, checkpoints[i]!, { source: "loop", step: i, parents: {} }, { payload: i + 1 })) as Parent;
-      }
-      return parent;
-    };
-    const putWrites = async (parent: Parent): Promise<void> => {
-      for (let i = 0; i < count; i += 1) await saver.putWrites(parent, [["payload", value]], `task-${i}`);
-    };
-    for (let r = 0; r < OPS_WARM_UPS + reps; r += 1) {
-      const record = (op: OpsPoint["op"], start: number) => {
-        if (r >= OPS_WARM_UPS) rates[op].push((count * 1000) / (nowMs() - start));
-      };
-      const run = r < OPS_WARM_UPS ? `warm-up ${r + 1}/${OPS_WARM_UPS}` : `run ${r + 1 - OPS_WARM_UPS}/${reps}`;
-      const threadId = `ops-${r}`;
-      progress(`put, ${run}`);
-      let start = nowMs();
-      const parent = await puts(threadId);
-      record("put", start);
-      progress(`getTuple, ${run}`);
-      const latest = { configurable: { thread_id: threadId, checkpoint_ns: "" } };
-      start = nowMs();
-      for (let i = 0; i < count; i += 1) await saver.getTuple(latest);
-      record("getTuple", start);
-      progress(`putWrites, ${run}`);
-      start = nowMs();
-      await putWrites(parent);
-      record("putWrites", start);
+  const value = randomText(createRng(config.seed ^ 0x0b5), valueBytes);
+  const checkpoints = Array.from({ length: count }, (_, i) => checkpointAt(i, value));
+  type Parent = { configurable: Record<string, unknown> };
+  interface Running {
+    spec: BackendSpec;
+    instance: BackendInstance;
+    rates: Record<OpsPoint["op"], number[]>;
+    pages: Partial<Record<OpsPoint["op"], number>>;
+  }
+  const failures: OpsOutcome["failures"] = [];
+  /** Every instance opened (each is closed at the end), and those still taking part. */
+  const opened: Running[] = [];
+  const running: Running[] = [];
+  // The calls each pass makes, timed or counted: `count` puts on a new thread (the config of the
+  // last comes back), `count` putWrites on one checkpoint.
+  const puts = async (saver: BackendInstance["saver"], threadId: string): Promise<Parent> => {
+    let parent: Parent = { configurable: { thread_id: threadId, checkpoint_ns: "" } };
+    for (let i = 0; i < count; i += 1) {
+      parent = (await saver.put(parent, checkpoints[i]!, { source: "loop", step: i, parents: {} }, { payload: i + 1 })) as Parent;
     }
-    if (instance.walPages) {
+    return parent;
+  };
+  const putWrites = async (saver: BackendInstance["saver"], parent: Parent): Promise<void> => {
+    for (let i = 0; i < count; i += 1) await saver.putWrites(parent, [["payload", value]], `task-${i}`);
+  };
+  const fail = (entry: Running, error: unknown) => {
+    failures.push({ spec: entry.spec, error });
+    running.splice(running.indexOf(entry), 1);
+  };
+  try {
+    for (const spec of specs) {
+      try {
+        const entry: Running = { spec, instance: await spec.open(ctx, `ops_${spec.id}`), rates: { put: [], putWrites: [], getTuple: [] }, pages: {} };
+        opened.push(entry);
+        running.push(entry);
+      } catch (error) {
+        failures.push({ spec, error });
+      }
+    }
+    for (let r = 0; r < OPS_WARM_UPS + reps; r += 1) {
+      const run = r < OPS_WARM_UPS ? `warm-up ${r + 1}/${OPS_WARM_UPS}` : `run ${r + 1 - OPS_WARM_UPS}/${reps}`;
+      for (const entry of [...running]) {
+        const { saver } = entry.instance;
+        const record = (op: OpsPoint["op"], start: number) => {
+          if (r >= OPS_WARM_UPS) entry.rates[op].push((count * 1000) / (nowMs() - start));
+        };
+        try {
+          const threadId = `ops-${r}`;
+          progress(entry.spec, `put, getTuple, putWrites, ${run}`);
+          let start = nowMs();
+          const parent = await puts(saver, threadId);
+          record("put", start);
+          const latest = { configurable: { thread_id: threadId, checkpoint_ns: "" } };
+          start = nowMs();
+          for (let i = 0; i < count; i += 1) await saver.getTuple(latest);
+          record("getTuple", start);
+          start = nowMs();
+          await putWrites(saver, parent);
+          record("putWrites", start);
+        } catch (error) {
+          fail(entry, error);
+        }
+      }
+    }
+    for (const entry of [...running]) {
+      const walPages = entry.instance.walPages;
+      if (!walPages) continue;
       // Not timed: what each call's commit writes, counted from the WAL's growth.
-      progress("WAL pages per call");
-      const walPages = instance.walPages;
-      walPages.start();
-      const parent = await puts("ops-wal");
-      pages.put = walPages.stop() / count;
-      walPages.start();
-      await putWrites(parent);
-      pages.putWrites = walPages.stop() / count;
+      progress(entry.spec, "WAL pages per call");
+      try {
+        walPages.start();
+        const parent = await puts(entry.instance.saver, "ops-wal");
+        entry.pages.put = walPages.stop() / count;
+        walPages.start();
+        await putWrites(entry.instance.saver, parent);
+        entry.pages.putWrites = walPages.stop() / count;
+      } catch (error) {
+        fail(entry, error);
+      }
     }
   } finally {
-    await instance.close();
+    for (const entry of opened) await entry.instance.close().catch(() => {});
   }
-  return (Object.keys(rates) as Array<OpsPoint["op"]>).map((op) => {
-    const point: OpsPoint = { backend: spec.id, op, perSecond: summarize(rates[op]), valueBytes };
-    if (pages[op] !== undefined) point.walPagesPerCall = pages[op];
-    return point;
-  });
+  const points = running.flatMap((entry) =>
+      (Object.keys(entry.rates) as Array<OpsPoint["op"]>).map((op) => {
+        const point: OpsPoint = { backend: entry.spec.id, op, perSecond: summarize(entry.rates[op]), valueBytes };
+        if (entry.pages[op] !== undefined) point.walPagesPerCall = entry.pages[op];
+        return point;
+      }),
+    );
+  return { points, failures };
 }
