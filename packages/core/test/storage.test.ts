@@ -362,6 +362,7 @@ describe("MemoryStore", () => {
       threadId: "t",
       checkpointNs: "",
       checkpointId: id,
+      parentCheckpointId: undefined,
       checkpoint: { type: "json", data: new TextEncoder().encode("{}") },
       metadata: { type: "json", data: new TextEncoder().encode("{}") },
       metadataJson: json,
