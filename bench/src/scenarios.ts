@@ -459,11 +459,11 @@ export async function runOps(specs: BackendSpec[], ctx: BenchContext, config: Be
     for (const entry of opened) await entry.instance.close().catch(() => {});
   }
   const points = running.flatMap((entry) =>
-      (Object.keys(entry.rates) as Array<OpsPoint["op"]>).map((op) => {
-        const point: OpsPoint = { backend: entry.spec.id, op, perSecond: summarize(entry.rates[op]), valueBytes };
-        if (entry.pages[op] !== undefined) point.walPagesPerCall = entry.pages[op];
-        return point;
-      }),
-    );
+    (Object.keys(entry.rates) as Array<OpsPoint["op"]>).map((op) => {
+      const point: OpsPoint = { backend: entry.spec.id, op, perSecond: summarize(entry.rates[op]), valueBytes };
+      if (entry.pages[op] !== undefined) point.walPagesPerCall = entry.pages[op];
+      return point;
+    }),
+  );
   return { points, failures };
 }

@@ -33,7 +33,7 @@ import type {
   DeleteRecordsRequest,
   ThreadRecords,
 } from "./store.js";
-import { defineKey } from "./serialization.js";
+import { plainJsonCopy } from "./serialization.js";
 import { applyPatchToRecord, recordOfWrite } from "./thread-status.js";
 
 /** Options of {@link MemoryStore}. */
@@ -564,8 +564,6 @@ function cloneStatus(record: ThreadStatusRecord): ThreadStatusRecord {
   return out;
 }
 
-const NOT_PLAIN = Symbol("not plain JSON data");
-
 /**
  * A copy of JSON data, as `JSON.parse(JSON.stringify(value))` makes it (own `"__proto__"` keys
  * included) but without the text in between: a few times faster on the small objects metadata and
@@ -573,40 +571,5 @@ const NOT_PLAIN = Symbol("not plain JSON data");
  * instance...) takes the round trip itself, so the result is the same either way.
  */
 function copyJson<T>(value: T): T {
-  try {
-    return copyPlain(value, 0) as T;
-  } catch (error) {
-    if (error !== NOT_PLAIN) throw error;
-    return JSON.parse(JSON.stringify(value)) as T;
-  }
-}
-
-function copyPlain(value: unknown, depth: number): unknown {
-  switch (typeof value) {
-    case "string":
-    case "boolean":
-      return value;
-    case "number":
-      if (Number.isFinite(value) && !Object.is(value, -0)) return value;
-      throw NOT_PLAIN;
-    case "object":
-      break;
-    default:
-      throw NOT_PLAIN;
-  }
-  if (value === null) return null;
-  if (depth >= 200) throw NOT_PLAIN;
-  if (Array.isArray(value)) {
-    const out: unknown[] = [];
-    for (let i = 0; i < value.length; i += 1) {
-      if (!(i in value)) throw NOT_PLAIN;
-      out.push(copyPlain(value[i], depth + 1));
-    }
-    return out;
-  }
-  const proto: unknown = Object.getPrototypeOf(value);
-  if (proto !== Object.prototype && proto !== null) throw NOT_PLAIN;
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(value)) defineKey(out, key, copyPlain((value as Record<string, unknown>)[key], depth + 1));
-  return out;
+  return (plainJsonCopy(value, false) ?? JSON.parse(JSON.stringify(value))) as T;
 }

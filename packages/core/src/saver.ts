@@ -427,9 +427,9 @@ export class ResumableSaver extends BaseCheckpointSaver {
     const request: PutCheckpointRequest = { record, blobs, chunks: writer.chunks };
     if (fence) request.fence = fence;
     if (status) request.status = status;
-    const written$ = this.store.putCheckpoint(request);
-    if (status) this.trackPut(threadId, checkpoint.id, written$);
-    await this.fenced(written$);
+    const landing = this.store.putCheckpoint(request);
+    if (status) this.trackPut(threadId, checkpoint.id, landing);
+    await this.fenced(landing);
     if (this.maxChain > 0) {
       this.lineages.set(threadId, checkpointNs, { checkpointId: checkpoint.id, channelVersions, deltaRoots, lists, bytes: cachedBytes });
     }

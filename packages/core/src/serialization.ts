@@ -113,19 +113,17 @@ export async function serializeValue(
   maxBytes: number,
 ): Promise<SerializedValue> {
   if (isDefaultSerde(serde)) return serializeDefault(value, target, maxBytes);
+  const bad = findUnserializable(value);
+  if (bad) throw new SerializationError(target, bad.reason, bad.path);
   let type: string;
   let data: Uint8Array;
-  {
-    const bad = findUnserializable(value);
-    if (bad) throw new SerializationError(target, bad.reason, bad.path);
-    try {
-      [type, data] = await serde.dumpsTyped(value);
-    } catch (error) {
-      throw new SerializationError(target, error instanceof Error ? error.message : String(error), undefined, error);
-    }
-    if (type === "json" && isPlaceholder(data) && value !== "[unable to serialize, circular reference is too complex to analyze]") {
-      throw new SerializationError(target, "the serializer failed inside JSON.stringify and returned its placeholder text instead of the value");
-    }
+  try {
+    [type, data] = await serde.dumpsTyped(value);
+  } catch (error) {
+    throw new SerializationError(target, error instanceof Error ? error.message : String(error), undefined, error);
+  }
+  if (type === "json" && isPlaceholder(data) && value !== "[unable to serialize, circular reference is too complex to analyze]") {
+    throw new SerializationError(target, "the serializer failed inside JSON.stringify and returned its placeholder text instead of the value");
   }
   checkSize(data, target, maxBytes);
   return { type, data };
@@ -188,7 +186,16 @@ export function canonicalJson(value: unknown): unknown {
  * The canonical JSON of a value that is plain JSON data (see `isPlainJson`: no `undefined`, no class
  * instances, no `-0`...), in one walk; `undefined` when it is not, and must be serialized the full way.
  */
-export function canonicalPlainJson(value: unknown, depth = 0): unknown {
+export function canonicalPlainJson(value: unknown): unknown {
+  return plainJsonCopy(value, true);
+}
+
+/**
+ * A copy of plain JSON data (see {@link canonicalPlainJson}), with each object's keys sorted when
+ * `sortKeys` or in their own order otherwise (as a JSON round trip keeps them, own `"__proto__"` keys
+ * included); `undefined` when the value is not plain JSON data.
+ */
+export function plainJsonCopy(value: unknown, sortKeys: boolean, depth = 0): unknown {
   switch (typeof value) {
     case "string":
     case "boolean":
@@ -206,7 +213,7 @@ export function canonicalPlainJson(value: unknown, depth = 0): unknown {
     const out: unknown[] = new Array(value.length);
     for (let i = 0; i < value.length; i += 1) {
       if (!(i in value)) return undefined;
-      const item = canonicalPlainJson(value[i], depth + 1);
+      const item = plainJsonCopy(value[i], sortKeys, depth + 1);
       if (item === undefined) return undefined;
       out[i] = item;
     }
@@ -215,8 +222,10 @@ export function canonicalPlainJson(value: unknown, depth = 0): unknown {
   const proto: unknown = Object.getPrototypeOf(value);
   if (proto !== Object.prototype && proto !== null) return undefined;
   const out: Record<string, unknown> = {};
-  for (const key of Object.keys(value).sort()) {
-    const item = canonicalPlainJson((value as Record<string, unknown>)[key], depth + 1);
+  const keys = Object.keys(value);
+  if (sortKeys) keys.sort();
+  for (const key of keys) {
+    const item = plainJsonCopy((value as Record<string, unknown>)[key], sortKeys, depth + 1);
     if (item === undefined) return undefined;
     defineKey(out, key, item);
   }
