@@ -240,17 +240,16 @@ function packPiece(text: string, json: Uint8Array): Uint8Array {
   return out;
 }
 
-/** A piece's JSON text from its stored bytes (packed or not; pieces of earlier releases are not). */
-export function unpackPiece(data: Uint8Array, target: string): Uint8Array {
-  if (data[0] !== PACKED_PIECE) return data;
+/**
+ * A piece's JSON text from its stored bytes (packed or not; pieces of earlier releases are not), as the
+ * segments to copy one after the other: joinPieces copies them straight into the value's bytes.
+ */
+function pieceSegments(data: Uint8Array, target: string): Uint8Array[] {
+  if (data[0] !== PACKED_PIECE) return [data];
   const start = PIECE_START_BYTES[data[1] ?? -1];
   const end = PIECE_END_BYTES[data[2] ?? -1];
   if (!start || !end) throw new CorruptRecordError(`${target} has a packed piece with an unknown envelope (${data[1]}, ${data[2]})`);
-  const out = new Uint8Array(start.byteLength + data.byteLength - 3 + end.byteLength);
-  out.set(start, 0);
-  out.set(data.subarray(3), start.byteLength);
-  out.set(end, start.byteLength + data.byteLength - 3);
-  return out;
+  return [start, data.subarray(3), end];
 }
 
 /**
@@ -281,9 +280,10 @@ export function joinPieces(data: Uint8Array, refs: readonly string[], pieces: Re
       if (hash === undefined) throw new CorruptRecordError(`${target} has more pieces than references (${refs.length})`);
       const piece = pieces.get(hash);
       if (!piece) throw new CorruptRecordError(`${target} references piece ${hash}, which is missing`);
-      const json = unpackPiece(piece, target);
-      parts.push(json);
-      total += json.byteLength;
+      for (const segment of pieceSegments(piece, target)) {
+        parts.push(segment);
+        total += segment.byteLength;
+      }
       ref += 1;
     }
     start = i + 1;

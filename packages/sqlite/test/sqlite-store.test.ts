@@ -147,6 +147,72 @@ describe("a connection without raw mode", () => {
   });
 });
 
+describe("chunk parts in whatever order SQLite returns them", () => {
+  it("joins each chunk's parts in order though the rows come back reversed", async () => {
+    const path = join(tempDir(), "order.db");
+    const native = new SqliteStore(path);
+    await native.setup();
+    // 2100 bytes: stored as three parts. Distinct bytes per position, so a misplaced part shows.
+    const large = (seed: number) => Uint8Array.from({ length: 2100 }, (_, i) => (i * 7 + seed) % 251);
+    for (const [seed, threadId] of ["one", "two"].entries()) {
+      const value = { ...json([0, 0]), refs: [`piece-${threadId}`, "shared"] };
+      await native.putCheckpoint({
+        record: record(threadId, cid(1), { channelVersions: { a: "1" } }),
+        blobs: [blob("a", "1", value)],
+        chunks: [
+          { hash: `piece-${threadId}`, index: 0, data: large(seed) },
+          { hash: "shared", index: 0, data: large(5) },
+          { hash: "shared", index: 1, data: text("second") },
+        ],
+      });
+    }
+    const db = new Database(path);
+    // A connection whose chunk reads return their rows last to first, as another query plan might.
+    const reversing: SqliteDatabase = {
+      prepare(sql: string) {
+        const statement = db.prepare(sql);
+        const reverse = sql.includes("resumable_chunks AS c") ? (rows: unknown[]) => rows.reverse() : (rows: unknown[]) => rows;
+        return {
+          run: (...params: unknown[]) => statement.run(...params),
+          get: (...params: unknown[]) => statement.get(...params),
+          all: (...params: unknown[]) => reverse(statement.all(...params)),
+          raw(toggle?: boolean) {
+            statement.raw(toggle);
+            return this;
+          },
+        };
+      },
+      pragma: (source, options) => db.pragma(source, options),
+      close: () => db.close(),
+      get open() {
+        return db.open;
+      },
+      get inTransaction() {
+        return db.inTransaction;
+      },
+      get memory() {
+        return db.memory;
+      },
+      get name() {
+        return db.name;
+      },
+    };
+    const reversed = new SqliteStore(reversing);
+    await reversed.setup();
+    const one = await native.getCheckpoint({ threadId: "one", checkpointNs: "" });
+    expect(one?.chunks?.find((c) => c.hash === "piece-one")?.data).toEqual(large(0));
+    expect(await reversed.getCheckpoint({ threadId: "one", checkpointNs: "" })).toEqual(one);
+    expect(await reversed.getChunks("two", ["shared", "piece-two"])).toEqual(await native.getChunks("two", ["shared", "piece-two"]));
+    // Across threads: the statement by [thread, hash] pairs.
+    const all = await collect(native.listCheckpoints({}));
+    expect(all.map((c) => c.chunks?.length)).toEqual([3, 3]);
+    expect(await collect(reversed.listCheckpoints({}))).toEqual(all);
+    await reversed.close();
+    await native.close();
+    db.close();
+  });
+});
+
 describe("putCheckpoint and getCheckpoint", () => {
   it("returns the latest checkpoint by id (as strings) with the blobs of its versions and its writes", async () => {
     const { store } = await freshStore();
