@@ -13,7 +13,7 @@ import { STATE_LABEL } from "./graphs.js";
 import { machineInfo } from "./machine.js";
 import { findBenchPostgres } from "./postgres-server.js";
 import type { BackendResult, BenchResults, TargetCheck } from "./results.js";
-import { runGrowth, runLatency, runOps, type Progress } from "./scenarios.js";
+import { readTogether, runGrowth, runLatency, runOps, type HeldThread, type Progress } from "./scenarios.js";
 
 /** Receives progress: the phase, the backend and what is running. */
 export type ProgressListener = (event: { phase: string; backend: string; detail: string; step: number; steps: number }) => void;
@@ -208,6 +208,7 @@ export async function runBenchmark(config: BenchConfig, options: { onProgress?: 
       runnable.filter((spec) => takesPart(spec, "ops")).length;
     let step = 0;
     for (const phase of phases) {
+      const held: HeldThread[] = [];
       for (const spec of runnable) {
         if (!takesPart(spec, phase.kind)) continue;
         step += 1;
@@ -222,6 +223,7 @@ export async function runBenchmark(config: BenchConfig, options: { onProgress?: 
             results.prune?.push(...out.prune);
             results.reads.push(...out.reads);
             results.notes.push(...out.notes);
+            if (out.held) held.push(out.held);
           }
         } catch (error) {
           const message = `${phase.name} on ${spec.label}: ${(error as Error).stack ?? String(error)}`;
@@ -230,6 +232,15 @@ export async function runBenchmark(config: BenchConfig, options: { onProgress?: 
           entry.status = "failed";
           entry.reason = (error as Error).message.split("\n")[0];
         }
+      }
+      // getState at the threads' full length: every saver's thread of this kind in turn (see readTogether).
+      if (held.length > 0) {
+        const together = await readTogether(held, config.readReps, (detail) =>
+          options.onProgress?.({ phase: phase.name, backend: held.map((h) => h.backend).join(", "), detail, step, steps }),
+        );
+        results.reads.push(...together.reads);
+        results.prune?.push(...together.prune);
+        errors.push(...together.errors);
       }
     }
     // The direct calls of every backend run together, taking turns (see runOps).

@@ -43,9 +43,25 @@ export function extrapolateQuadratic(points: Array<{ turns: number; bytes: numbe
   return a * turns * turns + b * turns;
 }
 
+/** A thread as long as it gets, held open so its `getState` is timed with other savers' (see {@link readTogether}). */
+export interface HeldThread {
+  backend: string;
+  state: StateKind;
+  depth: number;
+  instance: BackendInstance;
+  graph: Readable;
+  threadId: string;
+  /** Prunes the thread (when the saver can) and closes its database. */
+  finish(): Promise<PrunePoint | undefined>;
+}
+
+type Readable = { getState(config: { configurable: Record<string, unknown> }): Promise<{ values: unknown }> };
+
 /**
  * Writes one chat thread turn by turn under durability `sync`, measuring the database's bytes at each
- * sample point and, on the `DeltaChannel` thread, `getState` latency and round trips at each read depth.
+ * sample point and `getState` latency and round trips at each read depth. The read at the thread's
+ * full length is left to the caller: the thread comes back held open (`held`), to be timed together
+ * with the other savers' threads of the same kind.
  */
 export async function runGrowth(
   spec: BackendSpec,
@@ -53,7 +69,7 @@ export async function runGrowth(
   config: BenchConfig,
   state: StateKind,
   progress: Progress,
-): Promise<{ growth: GrowthPoint[]; reads: ReadPoint[]; prune: PrunePoint[]; notes: string[] }> {
+): Promise<{ growth: GrowthPoint[]; reads: ReadPoint[]; prune: PrunePoint[]; notes: string[]; held?: HeldThread }> {
   const reported = sortedUnique(config.growthTurns);
   const maxTurns = state === "plain" ? Math.min(config.plainMaxTurns, reported[reported.length - 1]!) : reported[reported.length - 1]!;
   const samples = sortedUnique([...config.growthTurns, ...config.curveTurns]).filter((t) => t <= maxTurns);
@@ -66,6 +82,13 @@ export async function runGrowth(
   const prune: PrunePoint[] = [];
   const notes: string[] = [];
   const threadStart = nowMs();
+  let held: HeldThread | undefined;
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await instance.close();
+  };
   try {
     const graph = chatGraph(state, turns, instance.saver);
     let target = 0;
@@ -111,15 +134,29 @@ export async function runGrowth(
         estimated: false,
         msPerTurn: sample > from ? elapsed / (sample - from) : null,
       });
-      if (readDepths.has(sample)) {
+      const reader = state === "delta-nosnap" ? conversation : graph;
+      if (readDepths.has(sample) && sample === maxTurns) {
+        held = { backend: spec.id, state, depth: sample, instance, graph: reader, threadId, finish: async () => undefined };
+      } else if (readDepths.has(sample)) {
         progress(`getState at depth ${sample}`);
-        reads.push({ state, ...(await measureRead(spec.id, instance, state === "delta-nosnap" ? conversation : graph, threadId, sample, config.readReps)) });
+        reads.push({ state, ...(await measureRead(spec.id, instance, reader, threadId, sample, config.readReps)) });
       }
     }
     const last = growth[growth.length - 1];
-    if (last && config.pruneKeepLast && canPrune(instance.saver)) {
-      progress(`prune({ keepLast: ${config.pruneKeepLast} }) at ${last.turns} turns`);
-      prune.push(await measurePrune(spec.id, instance, state === "delta-nosnap" ? conversation : graph, threadId, state, last, config.pruneKeepLast));
+    const finish = async (): Promise<PrunePoint | undefined> => {
+      try {
+        if (!last || !config.pruneKeepLast || !canPrune(instance.saver)) return undefined;
+        progress(`prune({ keepLast: ${config.pruneKeepLast} }) at ${last.turns} turns`);
+        return await measurePrune(spec.id, instance, state === "delta-nosnap" ? conversation : graph, threadId, state, last, config.pruneKeepLast);
+      } finally {
+        await close();
+      }
+    };
+    if (held) {
+      held.finish = finish;
+    } else {
+      const point = await finish();
+      if (point) prune.push(point);
     }
     if (state === "plain") {
       for (const target of reported.filter((t) => !growth.some((g) => g.turns === t))) {
@@ -138,13 +175,77 @@ export async function runGrowth(
         });
       }
     }
-  } finally {
-    await instance.close();
+  } catch (error) {
+    await close();
+    throw error;
   }
   if (state === "plain" && spec.owner === "resumable" && (config.nextThreadMaxTurns ?? 0) > 0 && growth.some((g) => g.physicalBytes !== null)) {
-    await measureNextThread(spec, ctx, config, samples, growth, progress);
+    try {
+      await measureNextThread(spec, ctx, config, samples, growth, progress);
+    } catch (error) {
+      await held?.finish();
+      throw error;
+    }
   }
-  return { growth, reads, prune, notes };
+  return { growth, reads, prune, notes, ...(held ? { held } : {}) };
+}
+
+/**
+ * `getState` on threads of one kind held open by {@link runGrowth}, every saver's in turn within each
+ * repetition: this machine's speed drifts by up to 2x within minutes, so timing one saver's thread as
+ * soon as it is written and another's ten minutes later compared the machine with itself. Each held
+ * thread is then finished (pruned, closed), whatever happened.
+ */
+export async function readTogether(
+  held: HeldThread[],
+  reps: number,
+  progress: Progress,
+): Promise<{ reads: ReadPoint[]; prune: PrunePoint[]; errors: string[] }> {
+  const reads: ReadPoint[] = [];
+  const prune: PrunePoint[] = [];
+  const errors: string[] = [];
+  const live = [...held];
+  const samples = new Map<HeldThread, number[]>(live.map((h) => [h, []]));
+  const messages = new Map<HeldThread, number>();
+  const getState = async (h: HeldThread) => {
+    try {
+      const start = nowMs();
+      const snapshot = await h.graph.getState({ configurable: { thread_id: h.threadId } });
+      const ms = nowMs() - start;
+      messages.set(h, (snapshot.values as { messages?: unknown[] }).messages?.length ?? 0);
+      return ms;
+    } catch (error) {
+      errors.push(`getState on ${h.backend} (${h.state}, ${h.depth} turns): ${(error as Error).message.split("\n")[0]}`);
+      live.splice(live.indexOf(h), 1);
+      return undefined;
+    }
+  };
+  progress(`getState at depth ${Math.max(...held.map((h) => h.depth))}, ${held.length} savers taking turns`);
+  for (const h of [...live]) await getState(h); // warm-up: statement caches, JIT
+  for (let i = 0; i < reps; i += 1) {
+    for (const h of [...live]) {
+      const ms = await getState(h);
+      if (ms !== undefined) samples.get(h)!.push(ms);
+    }
+  }
+  for (const h of live) {
+    let roundTrips: number | null = null;
+    if (h.instance.roundTrips) {
+      h.instance.roundTrips.start();
+      await h.graph.getState({ configurable: { thread_id: h.threadId } });
+      roundTrips = h.instance.roundTrips.stop();
+    }
+    reads.push({ backend: h.backend, state: h.state, depth: h.depth, latencyMs: summarize(samples.get(h)!), roundTrips, messages: messages.get(h) ?? 0 });
+  }
+  for (const h of held) {
+    try {
+      const point = await h.finish();
+      if (point) prune.push(point);
+    } catch (error) {
+      errors.push(`prune on ${h.backend} (${h.state}): ${(error as Error).message.split("\n")[0]}`);
+    }
+  }
+  return { reads, prune, errors };
 }
 
 /**
