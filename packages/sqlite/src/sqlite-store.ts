@@ -1383,7 +1383,7 @@ export class SqliteStore implements CheckpointStore {
       out.set(threadId, joinParts(this.run("SELECT chunks", SQL.chunks, (s) => rawRows<PartRow>(s, params))));
     } else if (byThread.size > 1) {
       const keys: Array<[string, string]> = [];
-      for (const [threadId, hashes] of byThread) for (const hash of hashes) keys.push([threadId, hash]);
+      for (const [threadId, hashes] of byThread) for (const hash of [...hashes].sort()) keys.push([threadId, hash]);
       const params = { keys: JSON.stringify(keys) };
       const rows = this.run("SELECT chunks", SQL.chunksByKeys, (s) => rawRows<[...PartRow, string]>(s, params));
       const parts = new Map<string, PartRow[]>();
