@@ -4,7 +4,7 @@ import Database from "better-sqlite3";
 import { ID_LIMITS, InvalidConfigError, StoreClosedError, StoreNotSetUpError, type CheckpointRecord } from "@resumable/core";
 import { afterAll, describe, expect, it } from "vitest";
 
-import { SCHEMA_VERSION, SqliteStore, type SqliteDatabase } from "../src/index.js";
+import { SCHEMA_VERSION, SqliteStore, type SqliteDatabase, type SqliteStatement } from "../src/index.js";
 import { blob, cid, collect, commands, decode, empty, freshStore, json, record, removeTempDirs, tempDir, text, write } from "./helpers.js";
 
 afterAll(removeTempDirs);
@@ -105,6 +105,27 @@ describe("open and close", () => {
   });
 });
 
+/** A connection over `db` whose statements are what `statement` makes of better-sqlite3's own. */
+function wrappedConnection(db: Database.Database, statement: (sql: string, native: Database.Statement) => SqliteStatement): SqliteDatabase {
+  return {
+    prepare: (sql: string) => statement(sql, db.prepare(sql)),
+    pragma: (source, options) => db.pragma(source, options),
+    close: () => db.close(),
+    get open() {
+      return db.open;
+    },
+    get inTransaction() {
+      return db.inTransaction;
+    },
+    get memory() {
+      return db.memory;
+    },
+    get name() {
+      return db.name;
+    },
+  };
+}
+
 describe("a connection without raw mode", () => {
   it("reads a checkpoint with its blobs and writes the same as better-sqlite3's own statements do", async () => {
     const path = join(tempDir(), "plain.db");
@@ -115,26 +136,11 @@ describe("a connection without raw mode", () => {
     await native.putWrites({ threadId, checkpointNs: "", checkpointId: cid(1), writes: [write("task", 0, "a", "w"), write("task", 1, "b", "x")], chunks: [], mode: "ignore" });
     const db = new Database(path);
     // What a wrapper around a connection may offer: the statement methods the interface requires, no `raw`.
-    const plain: SqliteDatabase = {
-      prepare(sql: string) {
-        const statement = db.prepare(sql);
-        return { run: (...params: unknown[]) => statement.run(...params), get: (...params: unknown[]) => statement.get(...params), all: (...params: unknown[]) => statement.all(...params) };
-      },
-      pragma: (source, options) => db.pragma(source, options),
-      close: () => db.close(),
-      get open() {
-        return db.open;
-      },
-      get inTransaction() {
-        return db.inTransaction;
-      },
-      get memory() {
-        return db.memory;
-      },
-      get name() {
-        return db.name;
-      },
-    };
+    const plain = wrappedConnection(db, (_sql, statement) => ({
+      run: (...params: unknown[]) => statement.run(...params),
+      get: (...params: unknown[]) => statement.get(...params),
+      all: (...params: unknown[]) => statement.all(...params),
+    }));
     const wrapped = new SqliteStore(plain);
     await wrapped.setup();
     const expected = await native.getCheckpoint({ threadId, checkpointNs: "" });
@@ -168,35 +174,18 @@ describe("chunk parts in whatever order SQLite returns them", () => {
     }
     const db = new Database(path);
     // A connection whose chunk reads return their rows last to first, as another query plan might.
-    const reversing: SqliteDatabase = {
-      prepare(sql: string) {
-        const statement = db.prepare(sql);
-        const reverse = sql.includes("resumable_chunks AS c") ? (rows: unknown[]) => rows.reverse() : (rows: unknown[]) => rows;
-        return {
-          run: (...params: unknown[]) => statement.run(...params),
-          get: (...params: unknown[]) => statement.get(...params),
-          all: (...params: unknown[]) => reverse(statement.all(...params)),
-          raw(toggle?: boolean) {
-            statement.raw(toggle);
-            return this;
-          },
-        };
-      },
-      pragma: (source, options) => db.pragma(source, options),
-      close: () => db.close(),
-      get open() {
-        return db.open;
-      },
-      get inTransaction() {
-        return db.inTransaction;
-      },
-      get memory() {
-        return db.memory;
-      },
-      get name() {
-        return db.name;
-      },
-    };
+    const reversing = wrappedConnection(db, (sql, statement) => {
+      const reverse = sql.includes("resumable_chunks AS c") ? (rows: unknown[]) => rows.reverse() : (rows: unknown[]) => rows;
+      return {
+        run: (...params: unknown[]) => statement.run(...params),
+        get: (...params: unknown[]) => statement.get(...params),
+        all: (...params: unknown[]) => reverse(statement.all(...params)),
+        raw(toggle?: boolean) {
+          statement.raw(toggle);
+          return this;
+        },
+      };
+    });
     const reversed = new SqliteStore(reversing);
     await reversed.setup();
     const one = await native.getCheckpoint({ threadId: "one", checkpointNs: "" });
