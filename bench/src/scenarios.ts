@@ -43,14 +43,18 @@ export function extrapolateQuadratic(points: Array<{ turns: number; bytes: numbe
   return a * turns * turns + b * turns;
 }
 
-/** A thread as long as it gets, held open so its `getState` is timed with other savers' (see {@link readTogether}). */
-export interface HeldThread {
+/** A thread whose `getState` is timed: which saver's, how deep, and the graph that reads it. */
+interface ReadTarget {
   backend: string;
   state: StateKind;
   depth: number;
   instance: BackendInstance;
   graph: Readable;
   threadId: string;
+}
+
+/** A thread as long as it gets, held open so its `getState` is timed with other savers' (see {@link readTogether}). */
+export interface HeldThread extends ReadTarget {
   /** Prunes the thread (when the saver can) and closes its database. */
   finish(): Promise<PrunePoint | undefined>;
 }
@@ -134,12 +138,14 @@ export async function runGrowth(
         estimated: false,
         msPerTurn: sample > from ? elapsed / (sample - from) : null,
       });
-      const reader = state === "delta-nosnap" ? conversation : graph;
+      const reading: ReadTarget = { backend: spec.id, state, depth: sample, instance, graph: state === "delta-nosnap" ? conversation : graph, threadId };
       if (readDepths.has(sample) && sample === maxTurns) {
-        held = { backend: spec.id, state, depth: sample, instance, graph: reader, threadId, finish: async () => undefined };
+        held = { ...reading, finish: async () => undefined };
       } else if (readDepths.has(sample)) {
         progress(`getState at depth ${sample}`);
-        reads.push({ state, ...(await measureRead(spec.id, instance, reader, threadId, sample, config.readReps)) });
+        const timed = await timeReads([reading], config.readReps);
+        if (timed.errors.length > 0) throw new Error(timed.errors[0]);
+        reads.push(...timed.reads);
       }
     }
     const last = growth[growth.length - 1];
@@ -191,6 +197,50 @@ export async function runGrowth(
 }
 
 /**
+ * Times `getState` on each thread, the threads taking turns within each repetition after one unrecorded
+ * read each (statement caches, JIT), then counts one read's round trips. A thread whose read fails drops
+ * out, its error returned.
+ */
+async function timeReads(targets: ReadTarget[], reps: number): Promise<{ reads: ReadPoint[]; errors: string[] }> {
+  const errors: string[] = [];
+  const live = [...targets];
+  const samples = new Map<ReadTarget, number[]>(live.map((t) => [t, []]));
+  const messages = new Map<ReadTarget, number>();
+  const read = async (t: ReadTarget) => {
+    try {
+      const start = nowMs();
+      const snapshot = await t.graph.getState({ configurable: { thread_id: t.threadId } });
+      const ms = nowMs() - start;
+      messages.set(t, (snapshot.values as { messages?: unknown[] }).messages?.length ?? 0);
+      return ms;
+    } catch (error) {
+      errors.push(`getState on ${t.backend} (${t.state}, ${t.depth} turns): ${(error as Error).message.split("\n")[0]}`);
+      live.splice(live.indexOf(t), 1);
+      return undefined;
+    }
+  };
+  for (const t of [...live]) await read(t);
+  for (let i = 0; i < reps; i += 1) {
+    for (const t of [...live]) {
+      const ms = await read(t);
+      if (ms !== undefined) samples.get(t)!.push(ms);
+    }
+  }
+  const reads: ReadPoint[] = [];
+  for (const t of [...live]) {
+    let roundTrips: number | null = null;
+    if (t.instance.roundTrips) {
+      t.instance.roundTrips.start();
+      const ok = await read(t);
+      roundTrips = t.instance.roundTrips.stop();
+      if (ok === undefined) continue;
+    }
+    reads.push({ backend: t.backend, state: t.state, depth: t.depth, latencyMs: summarize(samples.get(t)!), roundTrips, messages: messages.get(t) ?? 0 });
+  }
+  return { reads, errors };
+}
+
+/**
  * `getState` on threads of one kind held open by {@link runGrowth}, every saver's in turn within each
  * repetition: this machine's speed drifts by up to 2x within minutes, so timing one saver's thread as
  * soon as it is written and another's ten minutes later compared the machine with itself. Each held
@@ -201,42 +251,9 @@ export async function readTogether(
   reps: number,
   progress: Progress,
 ): Promise<{ reads: ReadPoint[]; prune: PrunePoint[]; errors: string[] }> {
-  const reads: ReadPoint[] = [];
-  const prune: PrunePoint[] = [];
-  const errors: string[] = [];
-  const live = [...held];
-  const samples = new Map<HeldThread, number[]>(live.map((h) => [h, []]));
-  const messages = new Map<HeldThread, number>();
-  const getState = async (h: HeldThread) => {
-    try {
-      const start = nowMs();
-      const snapshot = await h.graph.getState({ configurable: { thread_id: h.threadId } });
-      const ms = nowMs() - start;
-      messages.set(h, (snapshot.values as { messages?: unknown[] }).messages?.length ?? 0);
-      return ms;
-    } catch (error) {
-      errors.push(`getState on ${h.backend} (${h.state}, ${h.depth} turns): ${(error as Error).message.split("\n")[0]}`);
-      live.splice(live.indexOf(h), 1);
-      return undefined;
-    }
-  };
   progress(`getState at depth ${Math.max(...held.map((h) => h.depth))}, ${held.length} savers taking turns`);
-  for (const h of [...live]) await getState(h); // warm-up: statement caches, JIT
-  for (let i = 0; i < reps; i += 1) {
-    for (const h of [...live]) {
-      const ms = await getState(h);
-      if (ms !== undefined) samples.get(h)!.push(ms);
-    }
-  }
-  for (const h of live) {
-    let roundTrips: number | null = null;
-    if (h.instance.roundTrips) {
-      h.instance.roundTrips.start();
-      await h.graph.getState({ configurable: { thread_id: h.threadId } });
-      roundTrips = h.instance.roundTrips.stop();
-    }
-    reads.push({ backend: h.backend, state: h.state, depth: h.depth, latencyMs: summarize(samples.get(h)!), roundTrips, messages: messages.get(h) ?? 0 });
-  }
+  const { reads, errors } = await timeReads(held, reps);
+  const prune: PrunePoint[] = [];
   for (const h of held) {
     try {
       const point = await h.finish();
@@ -333,33 +350,6 @@ async function measurePrune(
     messagesBefore,
     messagesAfter: await count(),
   };
-}
-
-async function measureRead(
-  backend: string,
-  instance: BackendInstance,
-  graph: { getState(config: { configurable: Record<string, unknown> }): Promise<{ values: unknown }> },
-  threadId: string,
-  depth: number,
-  reps: number,
-): Promise<Omit<ReadPoint, "state">> {
-  const config = { configurable: { thread_id: threadId } };
-  await graph.getState(config); // warm-up: statement caches, JIT
-  const samples: number[] = [];
-  let messages = 0;
-  for (let i = 0; i < reps; i += 1) {
-    const start = nowMs();
-    const snapshot = await graph.getState(config);
-    samples.push(nowMs() - start);
-    messages = (snapshot.values as { messages?: unknown[] }).messages?.length ?? 0;
-  }
-  let roundTrips: number | null = null;
-  if (instance.roundTrips) {
-    instance.roundTrips.start();
-    await graph.getState(config);
-    roundTrips = instance.roundTrips.stop();
-  }
-  return { backend, depth, latencyMs: summarize(samples), roundTrips, messages };
 }
 
 async function timeMs(fn: () => Promise<unknown>): Promise<number> {
