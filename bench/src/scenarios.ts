@@ -86,6 +86,7 @@ export async function runGrowth(
   const prune: PrunePoint[] = [];
   const notes: string[] = [];
   const threadStart = nowMs();
+  let deferred: ReadTarget | undefined;
   let held: HeldThread | undefined;
   let closed = false;
   const close = async () => {
@@ -140,7 +141,7 @@ export async function runGrowth(
       });
       const reading: ReadTarget = { backend: spec.id, state, depth: sample, instance, graph: state === "delta-nosnap" ? conversation : graph, threadId };
       if (readDepths.has(sample) && sample === maxTurns) {
-        held = { ...reading, finish: async () => undefined };
+        deferred = reading;
       } else if (readDepths.has(sample)) {
         progress(`getState at depth ${sample}`);
         const timed = await timeReads([reading], config.readReps);
@@ -158,8 +159,8 @@ export async function runGrowth(
         await close();
       }
     };
-    if (held) {
-      held.finish = finish;
+    if (deferred) {
+      held = { ...deferred, finish };
     } else {
       const point = await finish();
       if (point) prune.push(point);

@@ -861,9 +861,14 @@ export class SqliteStore implements CheckpointStore {
     checkId(threadId, "thread_id", "getChunks");
     if (hashes.length === 0) return [];
     await this.ready();
-    const params: Record<string, unknown> = { thread: threadId, hashes: JSON.stringify([...new Set(hashes)].sort()) };
-    if (this.ttlMs) params.now = Date.now();
-    return joinParts(this.run("SELECT chunks", this.ttlMs ? SQL.chunksTtl : SQL.chunks, (s) => rawRows<PartRow>(s, params)));
+    return this.threadChunks(threadId, new Set(hashes), this.ttlMs > 0);
+  }
+
+  /** One thread's chunks of `hashes`, asked for in sorted order (see joinParts); with `ttl`, none of an expired thread. */
+  private threadChunks(threadId: string, hashes: ReadonlySet<string>, ttl: boolean): ChunkRecord[] {
+    const params: Record<string, unknown> = { thread: threadId, hashes: JSON.stringify([...hashes].sort()) };
+    if (ttl) params.now = Date.now();
+    return joinParts(this.run("SELECT chunks", ttl ? SQL.chunksTtl : SQL.chunks, (s) => rawRows<PartRow>(s, params)));
   }
 
   /** Blobs by `(channel, version)` in one query; missing ones are left out. */
@@ -1379,8 +1384,7 @@ export class SqliteStore implements CheckpointStore {
     const out = new Map<string, ChunkRecord[]>();
     if (byThread.size === 1) {
       const [threadId, hashes] = byThread.entries().next().value!;
-      const params = { thread: threadId, hashes: JSON.stringify([...hashes].sort()) };
-      out.set(threadId, joinParts(this.run("SELECT chunks", SQL.chunks, (s) => rawRows<PartRow>(s, params))));
+      out.set(threadId, this.threadChunks(threadId, hashes, false));
     } else if (byThread.size > 1) {
       const keys: Array<[string, string]> = [];
       for (const [threadId, hashes] of byThread) for (const hash of [...hashes].sort()) keys.push([threadId, hash]);
